@@ -1,0 +1,86 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotAcquired reports that a key was held by someone else for the whole
+	// attempt (once, or until the wait given with [WithWait] ended).
+	ErrNotAcquired = errors.New("leasehold: lock not acquired: key is held")
+	// ErrClosed reports a call on a [Locks] that has been closed.
+	ErrClosed = errors.New("leasehold: locks closed")
+	// ErrInvalidKey reports a key that is empty, too long, not UTF-8 or holds NUL.
+	ErrInvalidKey = errors.New("leasehold: invalid key")
+	// ErrInvalidTTL reports a ttl under 1ms or not a whole number of milliseconds.
+	ErrInvalidTTL = errors.New("leasehold: invalid ttl")
+	// ErrInvalidArgument reports another bad argument: a nil store, a nil
+	// function, a negative wait.
+	ErrInvalidArgument = errors.New("leasehold: invalid argument")
+	// ErrReleased is the cause of a lock's context after the holder released it.
+	ErrReleased = errors.New("leasehold: lock released")
+	// ErrBrokenStore is matched by every [*StoreContractError].
+	ErrBrokenStore = errors.New("leasehold: store broke the LockStore contract")
+)
+
+// LossReason says how a holder found out that it could no longer be sure it
+// held its lock.
+type LossReason int
+
+const (
+	// LostRefused: the store answered that the owner no longer holds the key
+	// (it expired in the store, or someone else holds it now).
+	LostRefused LossReason = iota + 1
+	// LostDeadline: ttl passed since the last renewal the store confirmed,
+	// while renewals failed or went unanswered.
+	LostDeadline
+)
+
+func (r LossReason) String() string {
+	switch r {
+	case LostRefused:
+		return "refused by the store"
+	case LostDeadline:
+		return "ttl passed without a confirmed renewal"
+	}
+	return fmt.Sprintf("LossReason(%d)", int(r))
+}
+
+// LockLostError is the cause of a lock's context (see [context.Cause]) when
+// the holder can no longer be sure it holds the lock. Another instance may be
+// running the same critical section from this moment on.
+type LockLostError struct {
+	Key    string
+	Token  int64
+	Reason LossReason
+	// Err is the last store error seen while renewing, if any.
+	Err error
+}
+
+func (e *LockLostError) Error() string {
+	msg := fmt.Sprintf("leasehold: lock %q (token %d) lost: %s", e.Key, e.Token, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *LockLostError) Unwrap() error { return e.Err }
+
+// StoreContractError reports an answer from a [LockStore] that breaks the
+// contract, such as a fencing token that did not grow. The acquisition that
+// received it fails: fencing with such a token would not protect anything.
+type StoreContractError struct {
+	Key   string
+	Token int64
+	// Rule names the broken rule.
+	Rule string
+}
+
+func (e *StoreContractError) Error() string {
+	return fmt.Sprintf("leasehold: store broke the contract for key %q (token %d): %s", e.Key, e.Token, e.Rule)
+}
+
+// Is makes every StoreContractError match [ErrBrokenStore].
+func (e *StoreContractError) Is(target error) bool { return target == ErrBrokenStore }

@@ -1,0 +1,3 @@
+module github.com/leasehold/leasehold/core
+
+go 1.25.0

@@ -1,0 +1,124 @@
+package core
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// ManualClock is a [Clock] whose time moves only when a test calls
+// [ManualClock.Advance]. A [Locks] instance on a manual clock that is never
+// advanced behaves as a paused process: it renews nothing and notices
+// nothing until its clock moves.
+//
+// The zero value is not usable; call [NewManualClock].
+type ManualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  timerHeap
+	seq     uint64
+	advance sync.Mutex // serialises Advance calls
+}
+
+// NewManualClock returns a manual clock that reads start until advanced.
+func NewManualClock(start time.Time) *ManualClock {
+	return &ManualClock{now: start}
+}
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// AfterFunc schedules f to be called by Advance once the clock has moved by d.
+// A d of zero or less is due at the next Advance, even Advance(0).
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t := &manualTimer{clock: c, when: c.now.Add(max(d, 0)), seq: c.seq, f: f, index: -1}
+	heap.Push(&c.timers, t)
+	return t
+}
+
+// Advance moves the clock forward by d. On the way it calls every timer that
+// falls due, in order of due time (then of scheduling), each with the clock
+// set to its due time, and waits for each to return. Timers run by [Locks]
+// wait for the store calls they make, so when Advance returns every renewal
+// it triggered has reached the store, and timers those calls scheduled
+// within the window have fired too.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.advance.Lock()
+	defer c.advance.Unlock()
+	c.mu.Lock()
+	target := c.now.Add(max(d, 0))
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.timers) == 0 || c.timers[0].when.After(target) {
+			c.now = target
+			c.mu.Unlock()
+			return
+		}
+		t := heap.Pop(&c.timers).(*manualTimer)
+		if t.when.After(c.now) {
+			c.now = t.when
+		}
+		c.mu.Unlock()
+		t.f()
+	}
+}
+
+// Pending reports how many timers are scheduled and not yet fired.
+func (c *ManualClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+type manualTimer struct {
+	clock *ManualClock
+	when  time.Time
+	seq   uint64
+	f     func()
+	index int
+}
+
+func (t *manualTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	if t.index < 0 {
+		return false
+	}
+	heap.Remove(&t.clock.timers, t.index)
+	return true
+}
+
+type timerHeap []*manualTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].when.Equal(h[j].when) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].when.Before(h[j].when)
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*manualTimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	t.index = -1
+	*h = old[:len(old)-1]
+	return t
+}

@@ -1,0 +1,144 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemoryStore is a [LockStore] in this process's memory. It excludes callers
+// in this process only: two instances of a service each have their own, so it
+// is right for a single instance and for tests, and wrong for anything else.
+// [New] logs that limit when it starts on one.
+type MemoryStore struct {
+	clock Clock
+
+	mu   sync.Mutex
+	next int64 // the token source
+	keys map[string]*memoryEntry
+}
+
+type memoryEntry struct {
+	owner     string // "" once released
+	token     int64  // the last token drawn for the key: its floor
+	expiresAt time.Time
+}
+
+// MemoryOption configures a [MemoryStore].
+type MemoryOption func(*MemoryStore)
+
+// MemoryClock makes the store measure expiry on c instead of the system clock.
+// Tests pass the same [ManualClock] they advance.
+func MemoryClock(c Clock) MemoryOption {
+	return func(s *MemoryStore) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	s := &MemoryStore{clock: SystemClock(), keys: make(map[string]*memoryEntry)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// String describes the store and its limit, for the start-up log.
+func (s *MemoryStore) String() string {
+	return "memory store (excludes callers in this process only)"
+}
+
+// live returns key's entry if a live lock holds it. Callers hold s.mu.
+func (s *MemoryStore) live(key string, now time.Time) *memoryEntry {
+	e := s.keys[key]
+	if e == nil || e.owner == "" || !now.Before(e.expiresAt) {
+		return nil
+	}
+	return e
+}
+
+// Acquire implements [LockStore].
+func (s *MemoryStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if s.live(key, now) != nil {
+		return 0, false, nil
+	}
+	e := s.keys[key]
+	if e == nil {
+		e = &memoryEntry{}
+		s.keys[key] = e
+	}
+	// The per-key floor keeps tokens growing after ResetTokens.
+	s.next = max(s.next+1, e.token+1)
+	*e = memoryEntry{owner: owner, token: s.next, expiresAt: now.Add(ttl)}
+	return e.token, true, nil
+}
+
+// Renew implements [LockStore].
+func (s *MemoryStore) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	e := s.live(key, now)
+	if e == nil || e.owner != owner {
+		return false, nil
+	}
+	e.expiresAt = now.Add(ttl)
+	return true, nil
+}
+
+// Release implements [LockStore]. The entry stays, owner cleared, as the
+// key's token floor.
+func (s *MemoryStore) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live(key, s.clock.Now())
+	if e == nil || e.owner != owner {
+		return false, nil
+	}
+	e.owner = ""
+	return true, nil
+}
+
+// List implements [Lister].
+func (s *MemoryStore) List(ctx context.Context, prefix string) ([]LockInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var out []LockInfo
+	for k := range s.keys {
+		if e := s.live(k, now); e != nil && strings.HasPrefix(k, prefix) {
+			out = append(out, LockInfo{Key: k, Owner: e.owner, Token: e.token, ExpiresIn: e.expiresAt.Sub(now)})
+		}
+	}
+	slices.SortFunc(out, func(a, b LockInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// ResetTokens sends the store's token source back to zero, as a restore from
+// an old backup would. Keys keep their floors, so their tokens still grow;
+// the conformance kit uses it to prove that.
+func (s *MemoryStore) ResetTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = 0
+}
