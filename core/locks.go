@@ -1,0 +1,301 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Locks takes leases on a [LockStore] and keeps them: each held [Lock] is
+// renewed every ttl/3 by one scheduler shared by the instance (no goroutine
+// per lock), and its context is cancelled the moment the holder can no longer
+// be sure it holds it. A service creates one Locks per store at start-up and
+// closes it at shutdown. It is safe for concurrent use.
+type Locks struct {
+	store    LockStore
+	clock    Clock
+	log      *slog.Logger
+	onEvent  func(Event)
+	ttl      time.Duration
+	instance string
+	sched    *scheduler
+	// base is the parent of renewal and release calls; Close cancels it
+	// last, so no store call outlives the instance.
+	base       context.Context
+	cancelBase context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	held   map[*Lock]struct{}
+	tokens map[string]int64 // highest token seen per key, to catch a broken store
+	guards guardRegistry    // jobs and elections, shut down first by Close
+}
+
+// New returns a Locks instance on store. It logs, once, which store it uses.
+func New(store LockStore, opts ...Option) (*Locks, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil LockStore", ErrInvalidArgument)
+	}
+	cfg := config{ttl: DefaultTTL}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := ValidateTTL(cfg.ttl); err != nil {
+		return nil, fmt.Errorf("default ttl: %w", err)
+	}
+	if cfg.clock == nil {
+		cfg.clock = SystemClock()
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.instance == "" {
+		host, _ := os.Hostname()
+		cfg.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if len(cfg.instance) > 200 {
+		cfg.instance = cfg.instance[:200]
+	}
+	l := &Locks{
+		store:    store,
+		clock:    cfg.clock,
+		log:      cfg.logger,
+		onEvent:  cfg.onEvent,
+		ttl:      cfg.ttl,
+		instance: cfg.instance,
+		held:     make(map[*Lock]struct{}),
+		tokens:   make(map[string]int64),
+	}
+	l.base, l.cancelBase = context.WithCancel(context.Background())
+	l.sched = newScheduler(l)
+	if _, ok := store.(*MemoryStore); ok {
+		l.log.Warn("leasehold: using the memory store: it excludes callers in this process only; give every instance a shared store")
+	} else {
+		l.log.Info("leasehold: using store", "store", describe(store))
+	}
+	return l, nil
+}
+
+func describe(store LockStore) string {
+	if s, ok := store.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", store)
+}
+
+// Store returns the store the instance was created on.
+func (l *Locks) Store() LockStore { return l.store }
+
+// Acquire takes key and returns the held [Lock]. By default it tries once; with
+// [WithWait] it keeps trying with jittered backoff until it succeeds, the wait
+// ends, or ctx is done. A key held by someone else for the whole attempt is
+// an error matching [ErrNotAcquired].
+//
+// The lock lives inside ctx: when ctx ends, the lock's context ends with it
+// and the lock is released. Pass a context that lives as long as the work
+// the lock protects (not, say, a request context that ends before it).
+func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
+	cfg := acquireConfig{ttl: l.ttl}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := l.check(key, cfg); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
+	}
+	owner := l.newOwner()
+	waitEnd := l.clock.Now().Add(cfg.wait)
+	backoff := newBackoff(cfg.ttl)
+	for {
+		sent := l.clock.Now()
+		token, ok, err := l.store.Acquire(ctx, key, owner, cfg.ttl)
+		if err != nil {
+			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
+		}
+		if ok {
+			return l.hold(ctx, key, owner, token, cfg.ttl, sent)
+		}
+		left := waitEnd.Sub(l.clock.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: %q", ErrNotAcquired, key)
+		}
+		if err := sleep(ctx, l.clock, min(backoff.next(), left)); err != nil {
+			return nil, fmt.Errorf("%w: %q: %w", ErrNotAcquired, key, err)
+		}
+		if l.isClosed() {
+			return nil, ErrClosed
+		}
+	}
+}
+
+// WithLock runs fn while holding key, and releases the lock when fn returns
+// or panics (the panic then goes on). fn's context is the lock's: it is
+// cancelled when the lock is lost, and [LockFromContext] returns the lock
+// from it. If fn returns nil but the lock was lost before it was released,
+// WithLock returns the [*LockLostError]: fn's work may not have been alone.
+func (l *Locks) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...AcquireOption) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	lk, err := l.Acquire(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	return lk.run(fn)
+}
+
+func (l *Locks) check(key string, cfg acquireConfig) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ValidateTTL(cfg.ttl); err != nil {
+		return err
+	}
+	if cfg.wait < 0 {
+		return fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, cfg.wait)
+	}
+	if l.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// hold checks the token the store gave and starts keeping the lock.
+func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl time.Duration, sent time.Time) (*Lock, error) {
+	l.mu.Lock()
+	var broken string
+	switch last := l.tokens[key]; {
+	case token <= 0:
+		broken = "fencing tokens must be positive"
+	case token <= last:
+		broken = fmt.Sprintf("every acquisition of a key must get a greater token than the key had before (this process already saw %d)", last)
+	case l.closed:
+		// Close started while the store call was in flight: hand the key back.
+	default:
+		l.tokens[key] = token
+	}
+	if broken != "" || l.closed {
+		closed := l.closed
+		l.mu.Unlock()
+		l.releaseQuietly(key, owner)
+		if closed {
+			return nil, ErrClosed
+		}
+		return nil, &StoreContractError{Key: key, Token: token, Rule: broken}
+	}
+	lk := newLock(l, ctx, key, owner, token, ttl, sent)
+	l.held[lk] = struct{}{}
+	l.mu.Unlock()
+	l.sched.schedule(lk, sent.Add(ttl/3))
+	l.log.Debug("leasehold: lock acquired", "key", key, "token", token, "owner", owner)
+	return lk, nil
+}
+
+// releaseQuietly hands back a key this process must not keep.
+func (l *Locks) releaseQuietly(key, owner string) {
+	ctx, cancel := context.WithTimeout(l.base, releaseTimeout)
+	defer cancel()
+	if _, err := l.store.Release(ctx, key, owner); err != nil {
+		l.log.Warn("leasehold: could not hand back a lock; it expires after its ttl", "key", key, "err", err)
+	}
+}
+
+// Close shuts the instance down: job guards stop taking ticks and wait for
+// their runs (bounded by ctx), job leases are handed back, elections step
+// down, and then every other held lock is released. Afterwards every call
+// fails with [ErrClosed]. Close returns the errors of the releases that
+// failed; those locks expire after their ttl. Calling Close again does
+// nothing.
+func (l *Locks) Close(ctx context.Context) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+
+	err := l.guards.shutdown(ctx)
+
+	l.mu.Lock()
+	locks := make([]*Lock, 0, len(l.held))
+	for lk := range l.held {
+		locks = append(locks, lk)
+	}
+	l.mu.Unlock()
+	err = errors.Join(err, releaseAll(ctx, locks))
+
+	l.sched.stop()
+	l.cancelBase()
+	return err
+}
+
+// releaseAll releases locks, a few at a time, and joins their errors.
+func releaseAll(ctx context.Context, locks []*Lock) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, 16)
+	)
+	for _, lk := range locks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var lost *LockLostError
+			if err := lk.Release(ctx); err != nil && !errors.As(err, &lost) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *Locks) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// forget drops a lock that is no longer held.
+func (l *Locks) forget(lk *Lock) {
+	l.mu.Lock()
+	delete(l.held, lk)
+	l.mu.Unlock()
+	l.sched.remove(lk)
+}
+
+// emit delivers ev to the event handler, if any, and survives its panic.
+func (l *Locks) emit(ev Event) {
+	if l.onEvent == nil {
+		return
+	}
+	ev.Time = l.clock.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			l.log.Error("leasehold: event handler panicked", "event", ev.Type.String(), "panic", r)
+		}
+	}()
+	l.onEvent(ev)
+}
+
+// newOwner returns a fresh owner id: the instance name, for operators, and
+// 128 random bits, so that no other holder can guess it.
+func (l *Locks) newOwner() string {
+	return l.instance + "/" + rand.Text()
+}

@@ -1,0 +1,60 @@
+package core
+
+import (
+	"log/slog"
+	"time"
+)
+
+// DefaultTTL is the ttl of locks when neither [WithDefaultTTL] nor [WithTTL]
+// says otherwise.
+const DefaultTTL = 30 * time.Second
+
+// Option configures a [Locks] instance in [New].
+type Option func(*config)
+
+type config struct {
+	ttl      time.Duration
+	clock    Clock
+	logger   *slog.Logger
+	onEvent  func(Event)
+	instance string
+}
+
+// WithDefaultTTL sets the ttl of locks taken without [WithTTL] (default
+// [DefaultTTL]). Pick it well above the store's round trip and the longest
+// pause you accept, and short enough that a crashed holder does not block
+// others for long.
+func WithDefaultTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithClock sets the clock that renewals, deadlines and waits run on
+// (default: the system clock). Tests pass a [ManualClock].
+func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }
+
+// WithLogger sets the logger (default [slog.Default]). Lost locks are logged
+// at warn, acquisitions, releases and skipped job ticks at debug.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithEventHandler sets a function that receives every [Event]. It is called
+// synchronously from the goroutine that noticed the event, so it must return
+// quickly; a panic in it is recovered and logged.
+func WithEventHandler(fn func(Event)) Option { return func(c *config) { c.onEvent = fn } }
+
+// WithInstanceName sets a name for this instance (default: host name and
+// process id), used as the readable part of owner ids so that an operator
+// listing the locks can tell which instance holds each.
+func WithInstanceName(name string) Option { return func(c *config) { c.instance = name } }
+
+// AcquireOption configures one call of [Locks.Acquire] or [Locks.WithLock].
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	ttl  time.Duration
+	wait time.Duration
+}
+
+// WithTTL sets the ttl of this lock, instead of the instance's default.
+func WithTTL(ttl time.Duration) AcquireOption { return func(c *acquireConfig) { c.ttl = ttl } }
+
+// WithWait keeps trying to take a held key, with jittered backoff, for up to
+// d (default 0: try once). The context given to Acquire also ends the wait.
+func WithWait(d time.Duration) AcquireOption { return func(c *acquireConfig) { c.wait = d } }

@@ -1,0 +1,197 @@
+package core
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// scheduler renews the held locks of one Locks instance. It keeps the locks
+// in a heap by due time and arms one clock timer for the earliest, so an
+// instance holding 10,000 locks holds one timer, not 10,000 goroutines.
+// When the timer fires, the due renewals run concurrently and the firing
+// waits for them: on a ManualClock, Advance returns only once every renewal
+// it triggered has reached the store.
+type scheduler struct {
+	l *Locks
+
+	mu      sync.Mutex
+	locks   lockHeap
+	timer   Timer
+	timerAt time.Time
+	stopped bool
+	firing  sync.WaitGroup
+}
+
+func newScheduler(l *Locks) *scheduler { return &scheduler{l: l} }
+
+// schedule makes lk due at at, replacing its earlier due time.
+func (s *scheduler) schedule(lk *Lock, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	lk.due = at
+	if lk.heapIndex >= 0 {
+		heap.Fix(&s.locks, lk.heapIndex)
+	} else {
+		heap.Push(&s.locks, lk)
+	}
+	s.arm()
+}
+
+func (s *scheduler) remove(lk *Lock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lk.heapIndex >= 0 {
+		heap.Remove(&s.locks, lk.heapIndex)
+		s.arm()
+	}
+}
+
+// arm points the timer at the earliest due lock. Callers hold s.mu.
+func (s *scheduler) arm() {
+	if len(s.locks) == 0 || s.stopped {
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer, s.timerAt = nil, time.Time{}
+		}
+		return
+	}
+	next := s.locks[0].due
+	if s.timer != nil && s.timerAt.Equal(next) {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer, s.timerAt = s.l.clock.AfterFunc(next.Sub(s.l.clock.Now()), s.fire), next
+}
+
+// fire runs every renewal that is due, and waits for them.
+func (s *scheduler) fire() {
+	now := s.l.clock.Now()
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.firing.Add(1)
+	defer s.firing.Done()
+	var due []*Lock
+	for len(s.locks) > 0 && !s.locks[0].due.After(now) {
+		due = append(due, heap.Pop(&s.locks).(*Lock))
+	}
+	s.timer, s.timerAt = nil, time.Time{}
+	s.arm()
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, lk := range due {
+		lk.tick(now, &wg)
+	}
+	wg.Wait()
+}
+
+// stop cancels the timer and waits for a firing in progress.
+func (s *scheduler) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.arm()
+	s.mu.Unlock()
+	s.firing.Wait()
+}
+
+// tick is a due lock's turn: declare it lost if its deadline has passed,
+// else send a renewal (unless one is still in flight).
+func (lk *Lock) tick(now time.Time, wg *sync.WaitGroup) {
+	lk.mu.Lock()
+	if lk.state != stateHeld {
+		lk.mu.Unlock()
+		return
+	}
+	if !now.Before(lk.deadline) {
+		lk.mu.Unlock()
+		lk.lose(LostDeadline)
+		return
+	}
+	deadline := lk.deadline
+	inFlight := lk.renewing
+	lk.renewing = true
+	lk.mu.Unlock()
+	// Come back at the deadline in any case: a renewal that hangs must not
+	// keep the holder believing past it.
+	lk.locks.sched.schedule(lk, deadline)
+	if inFlight {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lk.renew(now, deadline)
+	}()
+}
+
+// renew sends one renewal, sent at sent, and acts on the answer.
+func (lk *Lock) renew(sent, deadline time.Time) {
+	l := lk.locks
+	// The call cannot help once the deadline has passed.
+	ctx, cancel := context.WithTimeout(l.base, deadline.Sub(sent))
+	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
+	cancel()
+
+	lk.mu.Lock()
+	lk.renewing = false
+	if lk.state != stateHeld {
+		lk.mu.Unlock()
+		return
+	}
+	switch {
+	case err != nil:
+		lk.lastErr = err
+		retry := l.clock.Now().Add(retryDelay(lk.ttl))
+		if retry.After(lk.deadline) {
+			retry = lk.deadline
+		}
+		lk.mu.Unlock()
+		l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", deadline, "err", err)
+		l.sched.schedule(lk, retry)
+	case !ok:
+		lk.mu.Unlock()
+		lk.lose(LostRefused)
+	default:
+		lk.deadline, lk.lastErr = sent.Add(lk.ttl), nil
+		lk.mu.Unlock()
+		l.sched.schedule(lk, sent.Add(lk.ttl/3))
+	}
+}
+
+// retryDelay spaces retries of a failed renewal: several fit before the
+// deadline, without hammering a store that is down.
+func retryDelay(ttl time.Duration) time.Duration {
+	return max(ttl/10, time.Millisecond)
+}
+
+type lockHeap []*Lock
+
+func (h lockHeap) Len() int           { return len(h) }
+func (h lockHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h lockHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
+}
+func (h *lockHeap) Push(x any) {
+	lk := x.(*Lock)
+	lk.heapIndex = len(*h)
+	*h = append(*h, lk)
+}
+func (h *lockHeap) Pop() any {
+	old := *h
+	lk := old[len(old)-1]
+	old[len(old)-1] = nil
+	lk.heapIndex = -1
+	*h = old[:len(old)-1]
+	return lk
+}
