@@ -1,9 +1,88 @@
 package core
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
 
-// guardRegistry holds the job guards and elections of an instance, so that
-// Close can shut them down in order before it releases the other locks.
-type guardRegistry struct{}
+// ErrDuplicateKey reports a job or election whose key collides with one
+// already registered on the same [Locks] instance.
+var ErrDuplicateKey = errors.New("leasehold: key already registered")
 
-func (g *guardRegistry) shutdown(ctx context.Context) error { return nil }
+// guardRegistry holds the job guards and elections of an instance: it
+// refuses colliding keys, counts running job runs, and shuts them all down,
+// in order, before Close releases the other locks.
+type guardRegistry struct {
+	mu        sync.Mutex
+	keys      map[string]string // lock key → who uses it, for collision messages
+	jobs      []*Job
+	elections []*Election
+	closing   bool
+	runs      sync.WaitGroup
+	// runsCtx ends when Close stops waiting for runs; runs are cancelled then.
+	runsCtx    context.Context
+	cancelRuns context.CancelCauseFunc
+}
+
+func (g *guardRegistry) init() {
+	g.keys = make(map[string]string)
+	g.runsCtx, g.cancelRuns = context.WithCancelCause(context.Background())
+}
+
+// register reserves the lock keys of a job or election, named by what.
+func (g *guardRegistry) register(what string, keys map[string]string, add func()) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return ErrClosed
+	}
+	for k, role := range keys {
+		if other, taken := g.keys[k]; taken {
+			return fmt.Errorf("%w: %s uses lock key %q as %s, which %s already uses", ErrDuplicateKey, what, k, role, other)
+		}
+	}
+	for k, role := range keys {
+		g.keys[k] = fmt.Sprintf("%s (as %s)", what, role)
+	}
+	add()
+	return nil
+}
+
+// startRun counts a job run in, unless the instance is shutting down.
+func (g *guardRegistry) startRun() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.runs.Add(1)
+	return true
+}
+
+// shutdown stops new ticks, waits for running runs (cancelling them when ctx
+// ends first), hands job leases back and steps down from elections.
+func (g *guardRegistry) shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing = true
+	jobs, elections := g.jobs, g.elections
+	g.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { g.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		g.cancelRuns(fmt.Errorf("%w: shutdown stopped waiting for the run: %w", ErrClosed, context.Cause(ctx)))
+	}
+
+	var errs []error
+	for _, j := range jobs {
+		errs = append(errs, j.handBack(ctx))
+	}
+	for _, e := range elections {
+		errs = append(errs, e.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -34,6 +34,7 @@ type Lock struct {
 	renewing bool
 	lastErr  error // the last failed renewal's error
 	lostErr  *LockLostError
+	onEnd    []func(cause error)
 
 	// Owned by the scheduler, under its mutex.
 	due       time.Time
@@ -116,11 +117,13 @@ func (lk *Lock) Release(ctx context.Context) error {
 		return lk.lostErr
 	}
 	lk.state = stateReleased
+	hooks := lk.takeHooksLocked()
 	lk.mu.Unlock()
 
 	lk.stopWatch()
 	lk.cancel(ErrReleased)
 	lk.locks.forget(lk)
+	runHooks(hooks, ErrReleased)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
@@ -148,12 +151,45 @@ func (lk *Lock) lose(reason LossReason) {
 	}
 	lk.state = stateLost
 	lk.lostErr = &LockLostError{Key: lk.key, Token: lk.token, Reason: reason, Err: lk.lastErr}
+	hooks := lk.takeHooksLocked()
 	lk.mu.Unlock()
 
 	lk.stopWatch()
 	lk.cancel(lk.lostErr)
 	lk.locks.forget(lk)
 	lk.locks.reportLost(lk.lostErr)
+	runHooks(hooks, lk.lostErr)
+}
+
+// whenEnded calls fn, synchronously, when the lock is released (cause
+// ErrReleased) or lost (cause the *LockLostError); at once if it already is.
+// Unlike context.AfterFunc it runs in the goroutine that ended the lock, so
+// on a ManualClock a loss and its consequences happen within Advance.
+func (lk *Lock) whenEnded(fn func(cause error)) {
+	lk.mu.Lock()
+	if lk.state == stateHeld {
+		lk.onEnd = append(lk.onEnd, fn)
+		lk.mu.Unlock()
+		return
+	}
+	var cause error = ErrReleased
+	if lk.state == stateLost {
+		cause = lk.lostErr
+	}
+	lk.mu.Unlock()
+	fn(cause)
+}
+
+func (lk *Lock) takeHooksLocked() []func(error) {
+	hooks := lk.onEnd
+	lk.onEnd = nil
+	return hooks
+}
+
+func runHooks(hooks []func(error), cause error) {
+	for _, fn := range hooks {
+		fn(cause)
+	}
 }
 
 func (l *Locks) reportLost(err *LockLostError) {

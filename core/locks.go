@@ -74,6 +74,7 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		tokens:   make(map[string]int64),
 	}
 	l.base, l.cancelBase = context.WithCancel(context.Background())
+	l.guards.init()
 	l.sched = newScheduler(l)
 	if _, ok := store.(*MemoryStore); ok {
 		l.log.Warn("leasehold: using the memory store: it excludes callers in this process only; give every instance a shared store")

@@ -1,0 +1,292 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrSkipped is matched by every [*SkippedError]: a job tick that did not run.
+var ErrSkipped = errors.New("leasehold: job run skipped")
+
+// SkipReason says why a job tick did not run.
+type SkipReason int
+
+const (
+	// SkipOtherInstance: another instance holds the job's lease (on one instance).
+	SkipOtherInstance SkipReason = iota + 1
+	// SkipRunInProgress: a run of the job is still going, here or elsewhere
+	// (without overlapping).
+	SkipRunInProgress
+	// SkipShuttingDown: this instance is closing and takes no new ticks.
+	SkipShuttingDown
+)
+
+func (r SkipReason) String() string {
+	switch r {
+	case SkipOtherInstance:
+		return "it runs on another instance"
+	case SkipRunInProgress:
+		return "a run is still in progress"
+	case SkipShuttingDown:
+		return "this instance is shutting down"
+	}
+	return fmt.Sprintf("SkipReason(%d)", int(r))
+}
+
+// SkippedError is what [Job.Run] returns for a tick that did not run.
+type SkippedError struct {
+	Key    string
+	Reason SkipReason
+}
+
+func (e *SkippedError) Error() string {
+	return fmt.Sprintf("leasehold: job %q skipped: %s", e.Key, e.Reason)
+}
+
+// Is makes every SkippedError match [ErrSkipped].
+func (e *SkippedError) Is(target error) bool { return target == ErrSkipped }
+
+// JobOption configures a job in [Locks.Job].
+type JobOption func(*Job)
+
+// JobKey sets the job's key. Set it on every job that must never run twice:
+// the default, the function's name, changes when the code is renamed, and
+// during a rolling deploy old and new instances would then guard the same
+// job under two keys and both run it.
+func JobKey(key string) JobOption { return func(j *Job) { j.key = key } }
+
+// OnOneInstance runs the job on one instance only. The first instance whose
+// tick fires takes the job's lease (the lock "<key>:owner") and keeps it,
+// renewed, for as long as it is up: it runs this tick and every later one,
+// and other instances skip theirs. When the owner dies, its lease expires
+// after ttl and the first tick after that, anywhere, takes it; when it shuts
+// down cleanly, it hands the lease back and the next tick anywhere takes it.
+func OnOneInstance() JobOption { return func(j *Job) { j.oneInstance = true } }
+
+// WithoutOverlapping keeps a run from starting while another run of the job
+// is in progress, on this instance or any other: each run takes the run lock
+// "<key>", renewed for the whole run, released when the run ends. A crashed
+// run's lock expires after ttl.
+func WithoutOverlapping() JobOption { return func(j *Job) { j.noOverlap = true } }
+
+// JobTTL sets the ttl of the job's lease and run lock, instead of the
+// instance's default. A long run does not need a long ttl: its lock is
+// renewed every ttl/3.
+func JobTTL(ttl time.Duration) JobOption { return func(j *Job) { j.ttl = ttl } }
+
+// Job is a function put under guards by [Locks.Job]. Call [Job.Func] from a
+// scheduler, or [Job.Run] to run it by hand. Missed ticks are not caught up:
+// a crashed owner costs up to ttl of ticks and ticks during a long run are
+// skipped, so write jobs that do what is due, not what the tick was for.
+type Job struct {
+	locks       *Locks
+	key         string
+	fn          func(ctx context.Context) error
+	oneInstance bool
+	noOverlap   bool
+	ttl         time.Duration
+
+	mu        sync.Mutex
+	lease     *Lock
+	lastStart time.Time
+}
+
+// Job puts fn under the guards chosen with [OnOneInstance] and
+// [WithoutOverlapping] (at least one). Its key is given with [JobKey];
+// without one it is fn's name, which a closure does not have, so a closure
+// needs JobKey. A key that collides with another job's run lock or lease, or
+// with an election, is refused with [ErrDuplicateKey].
+func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil job function", ErrInvalidArgument)
+	}
+	j := &Job{locks: l, fn: fn, ttl: l.ttl}
+	for _, o := range opts {
+		if o != nil {
+			o(j)
+		}
+	}
+	if !j.oneInstance && !j.noOverlap {
+		return nil, fmt.Errorf("%w: a job needs OnOneInstance, WithoutOverlapping or both", ErrInvalidArgument)
+	}
+	if j.key == "" {
+		name, ok := funcName(fn)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s is an anonymous function and has no stable name: set JobKey", ErrInvalidArgument, name)
+		}
+		j.key = name
+	}
+	if err := ValidateKey(j.leaseKey()); err != nil {
+		return nil, fmt.Errorf("job key: %w", err)
+	}
+	if err := ValidateTTL(j.ttl); err != nil {
+		return nil, fmt.Errorf("job %q: %w", j.key, err)
+	}
+	what := fmt.Sprintf("job %q", j.key)
+	keys := map[string]string{j.key: "its run lock", j.leaseKey(): "its lease"}
+	if err := l.guards.register(what, keys, func() { l.guards.jobs = append(l.guards.jobs, j) }); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// funcName returns the name of fn, and false when it is a closure.
+func funcName(fn any) (string, bool) {
+	name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+	name = strings.TrimSuffix(name, "-fm") // method values
+	last := name[strings.LastIndex(name, ".")+1:]
+	anonymous := strings.HasPrefix(last, "func") && strings.Trim(last[4:], "0123456789") == ""
+	return name, !anonymous
+}
+
+// Key returns the job's key.
+func (j *Job) Key() string { return j.key }
+
+func (j *Job) leaseKey() string { return j.key + ":owner" }
+
+// Func returns the job as a plain func(), for any scheduler (robfig/cron's
+// FuncJob, a time.Ticker loop). A skipped tick is logged at debug, a failed
+// run at error, and a panic in the job is recovered and logged at error.
+func (j *Job) Func() func() {
+	return func() {
+		log := j.locks.log
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("leasehold: job panicked", "key", j.key, "panic", r)
+			}
+		}()
+		err := j.Run(context.Background())
+		if err != nil && !errors.Is(err, ErrSkipped) {
+			log.Error("leasehold: job failed", "key", j.key, "err", err)
+		}
+	}
+}
+
+// Run runs one tick of the job under its guards and reports what happened:
+// nil when the job ran and returned nil; a [*SkippedError] when the tick did
+// not run; otherwise the job's error, or the [*LockLostError] of a lock lost
+// during the run. The run's context ends when ctx ends, when the run lock or
+// the lease is lost, or when shutdown stops waiting; [LockFromContext] gives
+// the run lock (or, without WithoutOverlapping, the lease) and its fencing
+// token. A panic in the job releases the run lock and goes on.
+func (j *Job) Run(ctx context.Context) error {
+	g := &j.locks.guards
+	if !g.startRun() {
+		return j.skip(SkipShuttingDown)
+	}
+	defer g.runs.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(g.runsCtx, func() { cancel(context.Cause(g.runsCtx)) })()
+
+	var lease *Lock
+	if j.oneInstance {
+		var err error
+		if lease, err = j.ownLease(); err != nil {
+			return err
+		}
+		defer context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })()
+		runCtx = context.WithValue(runCtx, lockKey{}, lease)
+	}
+
+	if !j.noOverlap {
+		j.started()
+		err := j.fn(runCtx)
+		if lost := lease.lostError(); lost != nil {
+			err = errors.Join(err, lost)
+		}
+		return err
+	}
+	lk, err := j.locks.Acquire(runCtx, j.key, WithTTL(j.ttl))
+	if errors.Is(err, ErrNotAcquired) {
+		return j.skip(SkipRunInProgress)
+	}
+	if err != nil {
+		return fmt.Errorf("leasehold: job %q: %w", j.key, err)
+	}
+	j.started()
+	return lk.run(j.fn)
+}
+
+func (j *Job) skip(reason SkipReason) error {
+	j.locks.log.Debug("leasehold: job tick skipped", "key", j.key, "reason", reason.String())
+	return &SkippedError{Key: j.key, Reason: reason}
+}
+
+func (j *Job) started() {
+	now := j.locks.clock.Now()
+	j.mu.Lock()
+	j.lastStart = now
+	j.mu.Unlock()
+}
+
+// ownLease returns this instance's lease on the job, taking it if it is free.
+func (j *Job) ownLease() (*Lock, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lease != nil && j.lease.Context().Err() == nil {
+		if j.lease.Held() {
+			return j.lease, nil
+		}
+		// A renewal is overdue (this process was paused): until the
+		// scheduler learns whether the store kept it, do not run.
+		return nil, j.skip(SkipOtherInstance)
+	}
+	lk, err := j.locks.Acquire(context.Background(), j.leaseKey(), WithTTL(j.ttl))
+	if errors.Is(err, ErrNotAcquired) {
+		return nil, j.skip(SkipOtherInstance)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("leasehold: job %q lease: %w", j.key, err)
+	}
+	j.lease = lk
+	j.locks.log.Info("leasehold: job lease taken; this instance runs the job", "key", j.key, "token", lk.Token())
+	return lk, nil
+}
+
+// handBack releases the job's lease at shutdown. A lease whose run started
+// less than a second ago is kept for the rest of that second, so instances
+// firing the same tick a little later skip it instead of running it again.
+func (j *Job) handBack(ctx context.Context) error {
+	j.mu.Lock()
+	lease, start := j.lease, j.lastStart
+	j.lease = nil
+	j.mu.Unlock()
+	if lease == nil || lease.Context().Err() != nil {
+		return nil
+	}
+	if d := start.Add(time.Second).Sub(j.locks.clock.Now()); d > 0 {
+		_ = sleep(ctx, j.locks.clock, d)
+	}
+	err := lease.Release(ctx)
+	j.locks.log.Info("leasehold: job lease handed back", "key", j.key, "token", lease.Token())
+	var lost *LockLostError
+	if errors.As(err, &lost) {
+		return nil
+	}
+	return err
+}
+
+// lostError returns the lock's *LockLostError if it was lost, else nil. A
+// nil lock has none.
+func (lk *Lock) lostError() error {
+	if lk == nil {
+		return nil
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.state == stateLost {
+		return lk.lostErr
+	}
+	return nil
+}
