@@ -137,8 +137,11 @@ func (lk *Lock) tick(now time.Time, wg *sync.WaitGroup) {
 // renew sends one renewal, sent at sent, and acts on the answer.
 func (lk *Lock) renew(sent, deadline time.Time) {
 	l := lk.locks
-	// The call cannot help once the deadline has passed.
-	ctx, cancel := context.WithTimeout(l.base, deadline.Sub(sent))
+	// The call cannot help once the deadline has passed (the deadline is
+	// enforced by the scheduler, not by this timeout, which only keeps a
+	// hung call from blocking the next renewal for long). The floor keeps
+	// a retry sent just before the deadline from timing out at once.
+	ctx, cancel := context.WithTimeout(l.base, max(deadline.Sub(sent), time.Second))
 	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
 	cancel()
 
