@@ -140,9 +140,16 @@ func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job
 func funcName(fn any) (string, bool) {
 	name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
 	name = strings.TrimSuffix(name, "-fm") // method values
-	last := name[strings.LastIndex(name, ".")+1:]
-	anonymous := strings.HasPrefix(last, "func") && strings.Trim(last[4:], "0123456789") == ""
-	return name, !anonymous
+	// A closure is named after the functions around it: pkg.F.func1, and
+	// when nested pkg.F.func1.2 or, inlined, pkg.F.func1.func3. Any such
+	// element after the package path makes the name unstable.
+	elems := strings.Split(name[strings.LastIndex(name, "/")+1:], ".")
+	for _, e := range elems[1:] {
+		if n := strings.TrimPrefix(e, "func"); n != "" && strings.Trim(n, "0123456789") == "" {
+			return name, false
+		}
+	}
+	return name, true
 }
 
 // Key returns the job's key.
@@ -201,21 +208,33 @@ func (j *Job) Run(ctx context.Context) error {
 
 	if !j.noOverlap {
 		j.started()
-		err := j.fn(runCtx)
-		if lost := lease.lostError(); lost != nil {
-			err = errors.Join(err, lost)
-		}
-		return err
+		return withLost(j.fn(runCtx), lease)
 	}
-	lk, err := j.locks.Acquire(runCtx, j.key, WithTTL(j.ttl))
-	if errors.Is(err, ErrNotAcquired) {
+	// The run lock lives until fn returns, not until runCtx ends: when the
+	// caller's ctx ends, the lease is lost or shutdown stops waiting, fn is
+	// cancelled, but no other run may start while it is still winding down.
+	lk, err := j.locks.Acquire(context.WithoutCancel(runCtx), j.key, WithTTL(j.ttl))
+	switch {
+	case errors.Is(err, ErrNotAcquired):
 		return j.skip(SkipRunInProgress)
-	}
-	if err != nil {
+	case errors.Is(err, ErrClosed):
+		return j.skip(SkipShuttingDown)
+	case err != nil:
 		return fmt.Errorf("leasehold: job %q: %w", j.key, err)
 	}
+	lk.whenEnded(func(cause error) { cancel(cause) })
+	runCtx = context.WithValue(runCtx, lockKey{}, lk)
 	j.started()
-	return lk.run(j.fn)
+	return withLost(lk.run(func(context.Context) error { return j.fn(runCtx) }), lease)
+}
+
+// withLost adds to a run's err the *LockLostError of the lease, if the lease
+// was lost: the run may not have been alone.
+func withLost(err error, lease *Lock) error {
+	if lost := lease.lostError(); lost != nil {
+		return errors.Join(err, lost)
+	}
+	return err
 }
 
 func (j *Job) skip(reason SkipReason) error {
@@ -243,10 +262,13 @@ func (j *Job) ownLease() (*Lock, error) {
 		return nil, j.skip(SkipOtherInstance)
 	}
 	lk, err := j.locks.Acquire(context.Background(), j.leaseKey(), WithTTL(j.ttl))
-	if errors.Is(err, ErrNotAcquired) {
+	switch {
+	case errors.Is(err, ErrNotAcquired):
 		return nil, j.skip(SkipOtherInstance)
-	}
-	if err != nil {
+	case errors.Is(err, ErrClosed):
+		// Close began after this run was counted in.
+		return nil, j.skip(SkipShuttingDown)
+	case err != nil:
 		return nil, fmt.Errorf("leasehold: job %q lease: %w", j.key, err)
 	}
 	j.lease = lk
