@@ -21,14 +21,14 @@ type guardRegistry struct {
 	elections []*Election
 	closing   bool
 	runs      sync.WaitGroup
-	// runsCtx ends when Close stops waiting for runs; runs are cancelled then.
-	runsCtx    context.Context
-	cancelRuns context.CancelCauseFunc
+	// running holds the cancel functions of the runs in progress, which
+	// shutdown calls when it stops waiting for them.
+	running map[*context.CancelCauseFunc]struct{}
 }
 
 func (g *guardRegistry) init() {
 	g.keys = make(map[string]string)
-	g.runsCtx, g.cancelRuns = context.WithCancelCause(context.Background())
+	g.running = make(map[*context.CancelCauseFunc]struct{})
 }
 
 // register reserves the lock keys of a job or election, named by what.
@@ -50,15 +50,24 @@ func (g *guardRegistry) register(what string, keys map[string]string, add func()
 	return nil
 }
 
-// startRun counts a job run in, unless the instance is shutting down.
-func (g *guardRegistry) startRun() bool {
+// startRun counts a job run in, unless the instance is shutting down, and
+// returns the function that counts it out. cancel ends the run's context if
+// shutdown stops waiting for it.
+func (g *guardRegistry) startRun(cancel context.CancelCauseFunc) (done func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closing {
-		return false
+		return nil, false
 	}
 	g.runs.Add(1)
-	return true
+	key := &cancel
+	g.running[key] = struct{}{}
+	return func() {
+		g.mu.Lock()
+		delete(g.running, key)
+		g.mu.Unlock()
+		g.runs.Done()
+	}, true
 }
 
 // shutdown stops new ticks, waits for running runs (cancelling them when ctx
@@ -74,7 +83,14 @@ func (g *guardRegistry) shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		g.cancelRuns(fmt.Errorf("%w: shutdown stopped waiting for the run: %w", ErrClosed, context.Cause(ctx)))
+		// Cancel the runs now, synchronously, so that they see this cause
+		// before their locks are released below.
+		cause := fmt.Errorf("%w: shutdown stopped waiting for the run: %w", ErrClosed, context.Cause(ctx))
+		g.mu.Lock()
+		for cancel := range g.running {
+			(*cancel)(cause)
+		}
+		g.mu.Unlock()
 	}
 
 	var errs []error

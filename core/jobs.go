@@ -183,18 +183,16 @@ func (j *Job) Func() func() {
 // the run lock (or, without WithoutOverlapping, the lease) and its fencing
 // token. A panic in the job releases the run lock and goes on.
 func (j *Job) Run(ctx context.Context) error {
-	g := &j.locks.guards
-	if !g.startRun() {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done, ok := j.locks.guards.startRun(cancel)
+	if !ok {
 		return j.skip(SkipShuttingDown)
 	}
-	defer g.runs.Done()
+	defer done()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(g.runsCtx, func() { cancel(context.Cause(g.runsCtx)) })()
 
 	var lease *Lock
 	if j.oneInstance {
