@@ -1,0 +1,380 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/core"
+)
+
+const minute = time.Minute
+
+func TestAcquireRenewRelease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		t1 := mustAcquire(t, s, "job", "a", minute)
+		wantAcquire(t, s, "job", "b", minute, false)
+		wantAcquire(t, s, "job", "a", minute, false) // not re-entrant
+		wantRenew(t, s, "job", "a", minute, true)
+		wantRenew(t, s, "job", "b", minute, false)
+		wantRelease(t, s, "job", "b", false)
+		wantRelease(t, s, "job", "a", true)
+		wantRelease(t, s, "job", "a", false)
+		wantRenew(t, s, "job", "a", minute, false)
+		t2 := mustAcquire(t, s, "job", "b", minute)
+		if t2 <= t1 {
+			t.Fatalf("token after release %d, want > %d", t2, t1)
+		}
+		wantRenew(t, s, "other", "b", minute, false) // a key that never existed
+		wantRelease(t, s, "other", "b", false)
+	})
+}
+
+func TestExpiredMeansGone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		t1 := mustAcquire(t, s, "k", "a", 100*time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
+		wantRenew(t, s, "k", "a", minute, false)
+		wantRelease(t, s, "k", "a", false)
+		if l, err := s.List(ctxT(t), ""); err != nil || len(l) != 0 {
+			t.Fatalf("List = %v, %v; want no live locks", l, err)
+		}
+		t2 := mustAcquire(t, s, "k", "b", minute)
+		if t2 <= t1 {
+			t.Fatalf("token after expiry %d, want > %d", t2, t1)
+		}
+		// The expired holder cannot touch the new holder's lock.
+		wantRelease(t, s, "k", "a", false)
+		wantRenew(t, s, "k", "b", minute, true)
+	})
+}
+
+func TestTokenFloorAfterReset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		var last int64
+		for i := range 5 {
+			tok := mustAcquire(t, s, "k", fmt.Sprint("o", i), minute)
+			if tok <= last {
+				t.Fatalf("token %d after %d", tok, last)
+			}
+			last = tok
+			wantRelease(t, s, "k", fmt.Sprint("o", i), true)
+		}
+		mustAcquire(t, s, "other", "x", minute)
+		if err := s.ResetTokens(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		tok := mustAcquire(t, s, "k", "after-reset", minute)
+		if tok <= last {
+			t.Fatalf("token after reset %d, want > %d (the key's floor)", tok, last)
+		}
+		// After an expiry too.
+		wantRelease(t, s, "k", "after-reset", true)
+		if err := s.ResetTokens(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		last = tok
+		mustAcquire(t, s, "k", "short", 50*time.Millisecond)
+		time.Sleep(150 * time.Millisecond)
+		if err := s.ResetTokens(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if tok := mustAcquire(t, s, "k", "after-expiry", minute); tok <= last+1 {
+			t.Fatalf("token after reset and expiry %d, want > %d", tok, last+1)
+		}
+	})
+}
+
+// Keys that a folding, padding or normalising comparison would merge.
+var exactKeys = []string{
+	"a", "A", "a ", "a  ", " a", "a\t", "a\u00a0",
+	"ss", "ß", "SS", "é", "e\u0301", "É",
+	"i", "I", "ı", "İ", "ﬁ", "fi",
+	"😀", "😁", "ä", "a\u0308",
+}
+
+func TestExactKeys(t *testing.T) {
+	long4 := strings.Repeat("😀", core.MaxKeyLength)      // 2000 bytes
+	long4b := strings.Repeat("😀", core.MaxKeyLength-1) + "😁" // differs in the last byte
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		keys := append(slices.Clone(exactKeys), long4, long4b)
+		tokens := map[int64]bool{}
+		for i, k := range keys {
+			tok := mustAcquire(t, s, k, fmt.Sprint("owner", i), minute)
+			if tokens[tok] {
+				t.Fatalf("token %d handed out twice", tok)
+			}
+			tokens[tok] = true
+		}
+		for i, k := range keys {
+			wantRenew(t, s, k, fmt.Sprint("owner", i), minute, true)
+			wantRenew(t, s, k, fmt.Sprint("owner", (i+1)%len(keys)), minute, false)
+		}
+		l, err := s.List(ctxT(t), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, li := range l {
+			got = append(got, li.Key)
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want) // byte order
+		if !slices.Equal(got, want) {
+			t.Fatalf("List keys\n got %q\nwant %q", got, want)
+		}
+		for i, k := range keys {
+			wantRelease(t, s, k, fmt.Sprint("owner", i), true)
+		}
+		// Owners compare exactly too.
+		mustAcquire(t, s, "owned", "Owner", minute)
+		wantRenew(t, s, "owned", "owner", minute, false)
+		wantRenew(t, s, "owned", "Owner ", minute, false)
+		wantRelease(t, s, "owned", "OWNER", false)
+		wantRelease(t, s, "owned", "Owner", true)
+	})
+}
+
+func TestInvalidArguments(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		ctx := ctxT(t)
+		for _, key := range []string{"", "a\x00b", "\xff", strings.Repeat("x", core.MaxKeyLength+1)} {
+			if _, _, err := s.Acquire(ctx, key, "o", minute); !errors.Is(err, core.ErrInvalidKey) {
+				t.Errorf("Acquire(%q) error %v, want ErrInvalidKey", key, err)
+			}
+		}
+		for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond, 1500 * time.Microsecond} {
+			if _, _, err := s.Acquire(ctx, "k", "o", ttl); !errors.Is(err, core.ErrInvalidTTL) {
+				t.Errorf("Acquire ttl %v error %v, want ErrInvalidTTL", ttl, err)
+			}
+			if _, err := s.Renew(ctx, "k", "o", ttl); !errors.Is(err, core.ErrInvalidTTL) {
+				t.Errorf("Renew ttl %v error %v, want ErrInvalidTTL", ttl, err)
+			}
+		}
+	})
+}
+
+func TestFourWeekTTL(t *testing.T) {
+	const weeks4 = 4 * 7 * 24 * time.Hour // 2,419,200,000 ms: over 2^31
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		mustAcquire(t, s, "long", "a", weeks4)
+		check := func() {
+			t.Helper()
+			l, err := s.List(ctxT(t), "long")
+			if err != nil || len(l) != 1 {
+				t.Fatalf("List = %v, %v", l, err)
+			}
+			if d := weeks4 - l[0].ExpiresIn; d < 0 || d > minute {
+				t.Fatalf("ExpiresIn %v, want just under %v", l[0].ExpiresIn, weeks4)
+			}
+		}
+		check()
+		wantRenew(t, s, "long", "a", time.Millisecond, true)
+		time.Sleep(20 * time.Millisecond)
+		wantRenew(t, s, "long", "a", weeks4, false) // the 1ms renewal shortened it
+		mustAcquire(t, s, "long", "b", weeks4)
+		wantRenew(t, s, "long", "b", weeks4, true)
+		check()
+	})
+}
+
+func TestMillisecondPrecision(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		mustAcquire(t, s, "p", "a", 1500*time.Millisecond)
+		l, err := s.List(ctxT(t), "p")
+		if err != nil || len(l) != 1 {
+			t.Fatalf("List = %v, %v", l, err)
+		}
+		if e := l[0].ExpiresIn; e <= time.Second || e > 1500*time.Millisecond {
+			t.Fatalf("ExpiresIn %v, want in (1s, 1.5s]", e)
+		}
+	})
+}
+
+// Renewals in quick succession may set the same expiry; each must still
+// report success (MySQL reports an unchanged row as 0 rows affected).
+func TestRenewSameExpiry(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		mustAcquire(t, s, "r", "a", minute)
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for range 8 {
+			wg.Go(func() {
+				for range 50 {
+					ok, err := s.Renew(context.Background(), "r", "a", minute)
+					if err != nil || !ok {
+						t.Errorf("Renew = %v, %v", ok, err)
+						failed.Add(1)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+func TestCancelledContextIsAnError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		mustAcquire(t, s, "held", "a", minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, ok, err := s.Acquire(ctx, "free", "b", minute); err == nil || ok {
+			t.Errorf("Acquire(cancelled) = %v, %v; want an error", ok, err)
+		} else if !errors.Is(err, context.Canceled) {
+			t.Errorf("Acquire(cancelled) error %v, want context.Canceled", err)
+		}
+		if ok, err := s.Renew(ctx, "held", "a", minute); err == nil || ok {
+			t.Errorf("Renew(cancelled) = %v, %v; want an error", ok, err)
+		}
+		if ok, err := s.Release(ctx, "held", "a"); err == nil || ok {
+			t.Errorf("Release(cancelled) = %v, %v; want an error", ok, err)
+		}
+		if _, err := s.List(ctx, ""); err == nil {
+			t.Error("List(cancelled): no error")
+		}
+		// The failed calls changed nothing.
+		wantAcquire(t, s, "free", "c", minute, true)
+		wantRenew(t, s, "held", "a", minute, true)
+	})
+}
+
+func TestList(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := newStore(t, b)
+		t1 := mustAcquire(t, s, "jobs/b", "o1", minute)
+		t2 := mustAcquire(t, s, "jobs/a", "o2", 2*minute)
+		mustAcquire(t, s, "jobs/c", "o3", minute)
+		wantRelease(t, s, "jobs/c", "o3", true)
+		mustAcquire(t, s, "jobs", "o4", minute)
+		mustAcquire(t, s, "jobsx", "o5", minute)
+		mustAcquire(t, s, "elect/x", "o6", minute)
+		mustAcquire(t, s, "jobs/%", "o7", minute) // LIKE metacharacters are plain
+		mustAcquire(t, s, "jobs_z", "o8", minute)
+		l, err := s.List(ctxT(t), "jobs/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) != 3 || l[0].Key != "jobs/%" || l[1].Key != "jobs/a" || l[2].Key != "jobs/b" {
+			t.Fatalf("List(jobs/) = %+v", l)
+		}
+		if l[1].Owner != "o2" || l[1].Token != t2 || l[2].Owner != "o1" || l[2].Token != t1 {
+			t.Fatalf("List(jobs/) = %+v", l)
+		}
+		if e := l[1].ExpiresIn; e <= minute || e > 2*minute {
+			t.Fatalf("ExpiresIn %v", e)
+		}
+		if l, err := s.List(ctxT(t), "jobs%"); err != nil || len(l) != 0 {
+			t.Fatalf("List(jobs%%) = %v, %v; want none", l, err)
+		}
+		if l, err := s.List(ctxT(t), ""); err != nil || len(l) != 7 {
+			t.Fatalf("List('') = %v, %v; want 7 locks", l, err)
+		}
+	})
+}
+
+func TestMigrateIdempotentAndConcurrent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		db := b.open(t)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				s, err := New(db, b.dialect, WithTable("concurrent"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.Migrate(context.Background()); err != nil {
+					t.Errorf("Migrate %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		s, err := New(db, b.dialect, WithTable("concurrent"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := s.Migrate(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustAcquire(t, s, "k", "o", minute)
+		// Schema returns what Migrate runs.
+		sch, err := SchemaSQL(b.dialect, "concurrent")
+		if err != nil || !slices.Equal(sch, s.Schema()) {
+			t.Fatalf("SchemaSQL = %v, %v", sch, err)
+		}
+		// A second table in the same database is independent.
+		s2, _ := New(db, b.dialect, WithTable("Second_1"))
+		if err := s2.Migrate(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		mustAcquire(t, s2, "k", "other", minute)
+	})
+}
+
+func TestOptionsAndConstructors(t *testing.T) {
+	for _, name := range []string{"", "1abc", "a-b", "a.b", "a b", `a"b`, "a`b", "é", strings.Repeat("x", 49)} {
+		if _, err := SchemaSQL(Postgres, name); name != "" && err == nil {
+			t.Errorf("SchemaSQL(%q): no error", name)
+		}
+		if _, err := NewFromQuerier(FromSQL(nil), SQLite, WithTable(name)); err == nil {
+			t.Errorf("WithTable(%q): no error", name)
+		}
+	}
+	if _, err := New(nil, Postgres); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("New(nil) error %v", err)
+	}
+	if _, err := SchemaSQL(Dialect{}, ""); err == nil {
+		t.Error("zero Dialect accepted")
+	}
+	// MySQL needs transactions; a bare Querier is refused.
+	if _, err := NewFromQuerier(bareQuerier{}, MySQL); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("NewFromQuerier(bare, MySQL) error %v", err)
+	}
+	if _, err := NewFromQuerier(bareQuerier{}, Postgres); err != nil {
+		t.Errorf("NewFromQuerier(bare, Postgres) error %v", err)
+	}
+	for _, d := range []Dialect{Postgres, MySQL, SQLite} {
+		sch, err := SchemaSQL(d, "")
+		if err != nil || len(sch) == 0 || !strings.Contains(sch[0]+sch[len(sch)-1], DefaultTable) {
+			t.Errorf("SchemaSQL(%v, '') = %v, %v", d, sch, err)
+		}
+	}
+}
+
+type bareQuerier struct{ Querier }
+
+func TestMySQLDeadlockDetection(t *testing.T) {
+	if !mysqlDeadlock(fmt.Errorf("wrapped: %w", errors.Join(errors.New("x"), &fakeMySQLError{Number: 1213}))) {
+		t.Error("deadlock not detected")
+	}
+	if mysqlDeadlock(&fakeMySQLError{Number: 1205}) || mysqlDeadlock(errors.New("Error 1213")) || mysqlDeadlock(nil) {
+		t.Error("false positive")
+	}
+}
+
+// fakeMySQLError has the shape of go-sql-driver's *MySQLError.
+type fakeMySQLError struct {
+	Number   uint16
+	SQLState [5]byte
+	Message  string
+}
+
+func (e *fakeMySQLError) Error() string { return fmt.Sprintf("Error %d: %s", e.Number, e.Message) }
