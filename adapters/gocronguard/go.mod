@@ -1,0 +1,16 @@
+module github.com/leasehold/leasehold/adapters/gocronguard
+
+go 1.25.0
+
+require (
+	github.com/go-co-op/gocron/v2 v2.21.2
+	github.com/google/uuid v1.6.0
+	github.com/leasehold/leasehold/core v0.0.0
+)
+
+require (
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+)
+
+replace github.com/leasehold/leasehold/core => ../../core
