@@ -1,0 +1,52 @@
+//go:build unix
+
+package cli
+
+import (
+	"os"
+	"syscall"
+)
+
+// forwardedSignals are the signals leasehold run forwards to its command.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+var (
+	sigTERM os.Signal = syscall.SIGTERM
+	sigKILL os.Signal = syscall.SIGKILL
+)
+
+// childAttr puts the command in its own process group, so that a signal
+// (forwarded, or SIGTERM after a loss) reaches the processes it started
+// too, and a terminal's Ctrl-C reaches it once, through leasehold.
+func childAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(attr)
+	return attr
+}
+
+// signalGroup sends sig to the process group the command leads.
+func signalGroup(p *os.Process, sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		_ = p.Signal(sig)
+		return
+	}
+	if err := syscall.Kill(-p.Pid, s); err != nil {
+		_ = p.Signal(sig)
+	}
+}
+
+func signaled(ps *os.ProcessState) (int, bool) {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return 0, false
+	}
+	return int(ws.Signal()), true
+}
+
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 1
+}
