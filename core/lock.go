@@ -95,6 +95,11 @@ func (lk *Lock) Done() <-chan struct{} { return lk.ctx.Done() }
 // been neither released nor lost, and ttl has not passed since the last
 // renewal the store confirmed.
 func (lk *Lock) Held() bool {
+	if lk.ctx.Err() != nil {
+		// Released, lost, or the context given to Acquire ended (the
+		// release it triggers may still be on its way).
+		return false
+	}
 	now := lk.locks.clock.Now()
 	lk.mu.Lock()
 	defer lk.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Locks takes leases on a [LockStore] and keeps them: each held [Lock] is
@@ -61,7 +62,12 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		cfg.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	if len(cfg.instance) > 200 {
-		cfg.instance = cfg.instance[:200]
+		// Cut at a rune boundary: owner ids go into text columns.
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(cfg.instance[cut]) {
+			cut--
+		}
+		cfg.instance = cfg.instance[:cut]
 	}
 	l := &Locks{
 		store:    store,
@@ -205,7 +211,9 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl ti
 
 // releaseQuietly hands back a key this process must not keep.
 func (l *Locks) releaseQuietly(key, owner string) {
-	ctx, cancel := context.WithTimeout(l.base, releaseTimeout)
+	// Not cancelled with base: a grant that raced Close arrives after Close
+	// cancelled it, and must still be handed back.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), releaseTimeout)
 	defer cancel()
 	if _, err := l.store.Release(ctx, key, owner); err != nil {
 		l.log.Warn("leasehold: could not hand back a lock; it expires after its ttl", "key", key, "err", err)

@@ -15,6 +15,11 @@ import (
 // it triggered has reached the store.
 type scheduler struct {
 	l *Locks
+	// ctx is the parent of renewals. stop cancels it before it waits for
+	// them: once Close has released the locks, a renewal stuck in the store
+	// cannot help and must not hold up Close.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	locks   lockHeap
@@ -24,7 +29,11 @@ type scheduler struct {
 	firing  sync.WaitGroup
 }
 
-func newScheduler(l *Locks) *scheduler { return &scheduler{l: l} }
+func newScheduler(l *Locks) *scheduler {
+	s := &scheduler{l: l}
+	s.ctx, s.cancel = context.WithCancel(l.base)
+	return s
+}
 
 // schedule makes lk due at at, replacing its earlier due time.
 func (s *scheduler) schedule(lk *Lock, at time.Time) {
@@ -101,6 +110,7 @@ func (s *scheduler) stop() {
 	s.stopped = true
 	s.arm()
 	s.mu.Unlock()
+	s.cancel()
 	s.firing.Wait()
 }
 
@@ -141,7 +151,7 @@ func (lk *Lock) renew(sent, deadline time.Time) {
 	// enforced by the scheduler, not by this timeout, which only keeps a
 	// hung call from blocking the next renewal for long). The floor keeps
 	// a retry sent just before the deadline from timing out at once.
-	ctx, cancel := context.WithTimeout(l.base, max(deadline.Sub(sent), time.Second))
+	ctx, cancel := context.WithTimeout(l.sched.ctx, max(deadline.Sub(sent), time.Second))
 	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
 	cancel()
 

@@ -13,7 +13,8 @@ type backoff struct {
 }
 
 func newBackoff(ttl time.Duration) *backoff {
-	return &backoff{cur: 25 * time.Millisecond, cap: min(time.Second, max(ttl/3, time.Millisecond))}
+	limit := min(time.Second, max(ttl/3, time.Millisecond))
+	return &backoff{cur: min(25*time.Millisecond, limit), cap: limit}
 }
 
 func (b *backoff) next() time.Duration {
