@@ -71,8 +71,9 @@ func OnOneInstance() JobOption { return func(j *Job) { j.oneInstance = true } }
 
 // WithoutOverlapping keeps a run from starting while another run of the job
 // is in progress, on this instance or any other: each run takes the run lock
-// "<key>", renewed for the whole run, released when the run ends. A crashed
-// run's lock expires after ttl.
+// "<key>", renewed for the whole run, released when the run's function
+// returns (even if the run's context ended before). A crashed run's lock
+// expires after ttl.
 func WithoutOverlapping() JobOption { return func(j *Job) { j.noOverlap = true } }
 
 // JobTTL sets the ttl of the job's lease and run lock, instead of the
