@@ -4,7 +4,7 @@
 //
 // It keeps the shop's tables and its locks in PostgreSQL when DATABASE_URL
 // is a postgres:// URL, and otherwise in the SQLite file shop.db (or the
-// file DATABASE_URL names). Start three on one database to watch the jobs
+// file a sqlite:// DATABASE_URL names). Start three on one database to watch the jobs
 // settle on one instance:
 //
 //	ADMIN_TOKEN=s3cret go run ./examples/shop/cmd/shopd -addr :8081 -reconcile-every 10s
@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"database/sql"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -30,7 +29,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
 	"github.com/leasehold/leasehold/drivers/sqlstore"
 	"github.com/leasehold/leasehold/examples/shop"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -53,11 +51,11 @@ func run(log *slog.Logger, addr string, reconcileEvery time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	db, store, closeDB, err := openDatabase(ctx, os.Getenv("DATABASE_URL"))
+	db, store, err := openDatabase(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		return err
 	}
-	defer closeDB() // last of all: the locks are handed back first
+	defer db.Close() // last of all: the locks are handed back first
 	if err := shop.Migrate(ctx, db); err != nil {
 		return err
 	}
@@ -118,24 +116,20 @@ func shutdown(log *slog.Logger, srv *http.Server, locks *core.Locks) error {
 }
 
 // openDatabase opens the shop's database and a lock store in it: the locks
-// live next to the shop's own tables. closeAll closes both.
-func openDatabase(ctx context.Context, url string) (db *sql.DB, store core.LockStore, closeAll func() error, err error) {
+// live in a table next to the shop's own, on the same connection pool.
+func openDatabase(ctx context.Context, url string) (*sql.DB, core.LockStore, error) {
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
-		db, store, err = openPostgres(ctx, url)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return db, store, db.Close, nil
+		return openPostgres(ctx, url)
 	}
 	path := strings.TrimPrefix(url, "sqlite://")
 	if path == "" {
 		path = "shop.db"
 	}
-	return openSQLite(path)
+	return openSQLite(ctx, path)
 }
 
 // openPostgres keeps the locks in a table of the application's PostgreSQL
-// database, on the same pool as the shop's queries.
+// database.
 func openPostgres(ctx context.Context, url string) (*sql.DB, *sqlstore.Store, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
@@ -155,20 +149,26 @@ func openPostgres(ctx context.Context, url string) (*sql.DB, *sqlstore.Store, er
 	return db, store, nil
 }
 
-// openSQLite keeps the locks in a SQLite file, the embedded default, and
-// the shop's tables in the same file through a second handle. Instances on
-// one machine that open the same file share the locks.
-func openSQLite(path string) (*sql.DB, core.LockStore, func() error, error) {
-	store, err := sqlitestore.Open(path)
+// openSQLite keeps the shop's tables and its locks in one SQLite file.
+// Instances on one machine that open the same file share the locks.
+func openSQLite(ctx context.Context, path string) (*sql.DB, *sqlstore.Store, error) {
+	// WAL lets readers work while a writer writes; the busy timeout makes a
+	// writer wait for the file's write lock rather than fail at once.
+	db, err := sql.Open("sqlite", "file:"+path+
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	store, err := sqlstore.New(db, sqlstore.SQLite)
 	if err != nil {
-		store.Close()
-		return nil, nil, nil, err
+		db.Close()
+		return nil, nil, err
 	}
-	return db, store, func() error { return errors.Join(db.Close(), store.Close()) }, nil
+	if err := store.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, store, nil
 }
 
 // requireToken lets through the requests that carry "Authorization: Bearer
