@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
@@ -31,6 +31,7 @@ type backend struct {
 var backends = []backend{
 	{"postgres", Postgres, openPostgres},
 	{"mysql", MySQL, openMySQL},
+	{"mysql-interpolated", MySQL, openMySQLInterpolated},
 	{"sqlite", SQLite, openSQLite},
 }
 
@@ -52,6 +53,17 @@ func openPostgres(t testing.TB) *sql.DB {
 
 func openMySQL(t testing.TB) *sql.DB {
 	return openDB(t, "mysql", testserver.MySQL(t), poolSize)
+}
+
+// openMySQLInterpolated opens MySQL with interpolateParams=true: the driver
+// sends each statement as one query instead of prepare, execute, close.
+func openMySQLInterpolated(t testing.TB) *sql.DB {
+	cfg, err := mysql.ParseDSN(testserver.MySQL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = true
+	return openDB(t, "mysql", cfg.FormatDSN(), poolSize)
 }
 
 // sqliteDSN opens path in WAL mode with a busy timeout; BEGIN IMMEDIATE so

@@ -103,7 +103,7 @@ var exactKeys = []string{
 }
 
 func TestExactKeys(t *testing.T) {
-	long4 := strings.Repeat("😀", core.MaxKeyLength)      // 2000 bytes
+	long4 := strings.Repeat("😀", core.MaxKeyLength)          // 2000 bytes
 	long4b := strings.Repeat("😀", core.MaxKeyLength-1) + "😁" // differs in the last byte
 	forEachBackend(t, func(t *testing.T, b backend) {
 		s, _ := newStore(t, b)

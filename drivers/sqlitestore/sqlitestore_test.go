@@ -1,0 +1,262 @@
+package sqlitestore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/drivers/sqlstore"
+)
+
+var _ core.LockStore = (*Store)(nil)
+var _ core.Lister = (*Store)(nil)
+
+func open(t testing.TB, path string, opts ...sqlstore.Option) *Store {
+	t.Helper()
+	s, err := Open(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// The embedded default as shipped: Open on a file, and on ":memory:".
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"file", filepath.Join(t.TempDir(), "locks.db")},
+		{"memory", ":memory:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, tc.path)
+			conformance.Run(t, func(testing.TB) core.LockStore { return s }, conformance.Options{
+				Callers:     32,
+				ResetTokens: s.ResetTokens,
+				// modernc's SQLite is several times slower under the race
+				// detector, and 32 callers queue for the one connection.
+				TTL: 6 * time.Second,
+			})
+		})
+	}
+}
+
+func TestOpenSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"plain.db", "with?query#and%percent.db", "sub dir/x.db"} {
+		path := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		s := open(t, path)
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("Open(%q) did not create that file: %v", path, err)
+		}
+		ctx := context.Background()
+		for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "2"} {
+			var got string
+			if err := s.DB().QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil || got != want {
+				t.Errorf("PRAGMA %s = %q, %v; want %q", pragma, got, err, want)
+			}
+		}
+		if _, ok, err := s.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if !strings.Contains(s.String(), path) {
+			t.Errorf("String() = %q", s.String())
+		}
+	}
+	if _, err := Open(""); err == nil {
+		t.Error("Open(\"\"): no error")
+	}
+	if _, err := Open(filepath.Join(dir, "x.db"), sqlstore.WithTable("bad name")); err == nil {
+		t.Error("a bad table name was accepted")
+	}
+}
+
+func TestMemoryIsPrivate(t *testing.T) {
+	a, b := open(t, ":memory:"), open(t, ":memory:")
+	ctx := context.Background()
+	for _, s := range []*Store{a, b} {
+		if _, ok, err := s.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+			t.Fatalf("Acquire = %v, %v: in-memory stores must not share", ok, err)
+		}
+	}
+	if !strings.Contains(a.String(), "this process only") {
+		t.Errorf("String() = %q", a.String())
+	}
+}
+
+func TestNewOverExistingHandle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	owner := open(t, path, sqlstore.WithTable("mine"))
+	s, err := New(owner.DB(), sqlstore.WithTable("mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, ok, err := owner.Acquire(ctx, "k", "a", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := s.Acquire(ctx, "k", "b", time.Minute); err != nil || ok {
+		t.Fatalf("second store on one table: Acquire = %v, %v; want held", ok, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.DB().PingContext(ctx); err != nil {
+		t.Fatalf("Close of a New store closed the caller's handle: %v", err)
+	}
+	if _, err := New(nil); err == nil {
+		t.Error("New(nil): no error")
+	}
+}
+
+// Two Stores on one file, each with its own handle as two processes would
+// have, race for one key: exactly one wins each round.
+func TestTwoHandlesRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "race.db")
+	stores := []*Store{open(t, path), open(t, path)}
+	ctx := context.Background()
+	var last int64
+	for round := range 10 {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var wins atomic.Int32
+		var winner atomic.Value
+		for i := range 16 {
+			wg.Go(func() {
+				<-start
+				owner := fmt.Sprint("caller", i)
+				tok, ok, err := stores[i%2].Acquire(ctx, "k", owner, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					wins.Add(1)
+					winner.Store(owner)
+					if tok <= last {
+						t.Errorf("token %d after %d", tok, last)
+					}
+					last = tok
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d winners", round, wins.Load())
+		}
+		if ok, err := stores[round%2].Release(ctx, "k", winner.Load().(string)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+}
+
+// Several processes share one file: each holds the lock in turn, and no
+// two hold it at once. The children are this test binary, re-run.
+func TestProcessesShareFile(t *testing.T) {
+	if os.Getenv("SQLITESTORE_CHILD") != "" {
+		t.Skip("in a child")
+	}
+	dir := t.TempDir()
+	path, journal := filepath.Join(dir, "procs.db"), filepath.Join(dir, "journal")
+	open(t, path) // migrate once up front; children migrate again, idempotently
+	const procs, rounds = 4, 15
+	var cmds []*exec.Cmd
+	for i := range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "SQLITESTORE_CHILD="+strconv.Itoa(i), "SQLITESTORE_PATH="+path,
+			"SQLITESTORE_JOURNAL="+journal, "SQLITESTORE_ROUNDS="+strconv.Itoa(rounds))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	f, err := os.Open(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The journal must read "in T, out T" pairs, tokens growing.
+	sc := bufio.NewScanner(f)
+	var holder string
+	var last int64
+	n := 0
+	for sc.Scan() {
+		var what, who string
+		var tok int64
+		if _, err := fmt.Sscan(sc.Text(), &what, &who, &tok); err != nil {
+			t.Fatal(err)
+		}
+		switch what {
+		case "in":
+			if holder != "" {
+				t.Fatalf("%s took the lock (token %d) while %s held it", who, tok, holder)
+			}
+			if tok <= last {
+				t.Fatalf("token %d after %d", tok, last)
+			}
+			holder, last = who, tok
+			n++
+		case "out":
+			if who != holder || tok != last {
+				t.Fatalf("%s released token %d, held by %s with %d", who, tok, holder, last)
+			}
+			holder = ""
+		}
+	}
+	if n != procs*rounds {
+		t.Fatalf("%d acquisitions, want %d", n, procs*rounds)
+	}
+}
+
+// TestChildProcess is one process of TestProcessesShareFile.
+func TestChildProcess(t *testing.T) {
+	id := os.Getenv("SQLITESTORE_CHILD")
+	if id == "" {
+		t.Skip("run by TestProcessesShareFile")
+	}
+	s := open(t, os.Getenv("SQLITESTORE_PATH"))
+	journal, err := os.OpenFile(os.Getenv("SQLITESTORE_JOURNAL"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer journal.Close()
+	rounds, _ := strconv.Atoi(os.Getenv("SQLITESTORE_ROUNDS"))
+	ctx := context.Background()
+	owner := "proc" + id
+	for done := 0; done < rounds; {
+		tok, ok, err := s.Acquire(ctx, "shared", owner, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		fmt.Fprintf(journal, "in %s %d\n", owner, tok)
+		time.Sleep(2 * time.Millisecond)
+		fmt.Fprintf(journal, "out %s %d\n", owner, tok)
+		if ok, err := s.Release(ctx, "shared", owner); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		done++
+	}
+}
