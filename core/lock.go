@@ -198,7 +198,11 @@ func runHooks(hooks []func(error), cause error) {
 }
 
 func (l *Locks) reportLost(err *LockLostError) {
-	l.log.Warn("leasehold: lock lost; another holder may take it now", "key", err.Key, "token", err.Token, "reason", err.Reason.String(), "err", err.Err)
+	attrs := []any{"key", err.Key, "token", err.Token, "reason", err.Reason.String()}
+	if err.Err != nil {
+		attrs = append(attrs, "err", err.Err)
+	}
+	l.log.Warn("leasehold: lock lost; another holder may take it now", attrs...)
 	l.emit(Event{Type: EventLockLost, Key: err.Key, Token: err.Token, Err: err})
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -39,7 +41,7 @@ type Locks struct {
 
 // New returns a Locks instance on store. It logs, once, which store it uses.
 func New(store LockStore, opts ...Option) (*Locks, error) {
-	if store == nil {
+	if v := reflect.ValueOf(store); store == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: nil LockStore", ErrInvalidArgument)
 	}
 	cfg := config{ttl: DefaultTTL}
@@ -61,6 +63,8 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		host, _ := os.Hostname()
 		cfg.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
+	// Owner ids go into text columns: valid UTF-8, no NUL.
+	cfg.instance = strings.ReplaceAll(strings.ToValidUTF8(cfg.instance, "?"), "\x00", "?")
 	if len(cfg.instance) > 200 {
 		// Cut at a rune boundary: owner ids go into text columns.
 		cut := 200
@@ -252,26 +256,13 @@ func (l *Locks) Close(ctx context.Context) error {
 
 // releaseAll releases locks, a few at a time, and joins their errors.
 func releaseAll(ctx context.Context, locks []*Lock) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, 16)
-	)
-	for _, lk := range locks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var lost *LockLostError
-			if err := lk.Release(ctx); err != nil && !errors.As(err, &lost) {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	errs := make([]error, len(locks))
+	parallel(len(locks), maxConcurrentRenewals, func(i int) {
+		var lost *LockLostError
+		if err := locks[i].Release(ctx); err != nil && !errors.As(err, &lost) {
+			errs[i] = err
+		}
+	})
 	return errors.Join(errs...)
 }
 

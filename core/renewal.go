@@ -97,11 +97,19 @@ func (s *scheduler) fire() {
 	s.arm()
 	s.mu.Unlock()
 
-	var wg sync.WaitGroup
-	for _, lk := range due {
-		lk.tick(now, &wg)
+	type renewal struct {
+		lk       *Lock
+		deadline time.Time
 	}
-	wg.Wait()
+	var renewals []renewal
+	for _, lk := range due {
+		if deadline, send := lk.tick(now); send {
+			renewals = append(renewals, renewal{lk, deadline})
+		}
+	}
+	parallel(len(renewals), maxConcurrentRenewals, func(i int) {
+		renewals[i].lk.renew(now, renewals[i].deadline)
+	})
 }
 
 // stop cancels the timer and waits for a firing in progress.
@@ -114,34 +122,46 @@ func (s *scheduler) stop() {
 	s.firing.Wait()
 }
 
+// maxConcurrentRenewals bounds the store calls one firing makes at once, so
+// that locks taken together do not renew in a burst of thousands of calls.
+const maxConcurrentRenewals = 32
+
+// parallel calls fn(0) … fn(n-1), at most limit at a time, and waits.
+func parallel(n, limit int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
 // tick is a due lock's turn: declare it lost if its deadline has passed,
-// else send a renewal (unless one is still in flight).
-func (lk *Lock) tick(now time.Time, wg *sync.WaitGroup) {
+// else say that a renewal is to be sent (unless one is still in flight).
+func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
 	lk.mu.Lock()
 	if lk.state != stateHeld {
 		lk.mu.Unlock()
-		return
+		return deadline, false
 	}
 	if !now.Before(lk.deadline) {
 		lk.mu.Unlock()
 		lk.lose(LostDeadline)
-		return
+		return deadline, false
 	}
-	deadline := lk.deadline
+	deadline = lk.deadline
 	inFlight := lk.renewing
 	lk.renewing = true
 	lk.mu.Unlock()
 	// Come back at the deadline in any case: a renewal that hangs must not
 	// keep the holder believing past it.
 	lk.locks.sched.schedule(lk, deadline)
-	if inFlight {
-		return
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		lk.renew(now, deadline)
-	}()
+	return deadline, !inFlight
 }
 
 // renew sends one renewal, sent at sent, and acts on the answer.
