@@ -35,8 +35,9 @@ func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } 
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithEventHandler sets a function that receives every [Event]. It is called
-// synchronously from the goroutine that noticed the event, so it must return
-// quickly; a panic in it is recovered and logged.
+// synchronously from the goroutine that noticed the event (often the
+// renewal scheduler), so it must return quickly and must not call
+// [Locks.Close]; a panic in it is recovered and logged.
 func WithEventHandler(fn func(Event)) Option { return func(c *config) { c.onEvent = fn } }
 
 // WithInstanceName sets a name for this instance (default: host name and
