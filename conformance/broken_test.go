@@ -1,0 +1,480 @@
+package conformance
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/leasehold/leasehold/core"
+)
+
+// flawed is an in-memory LockStore that is correct until one of its flaw
+// fields is set; each flaw breaks one rule of the contract the way a real
+// store could. With no flaw set it must pass every case (TestFlawlessPasses),
+// which shows the failures below come from the flaws.
+type flawed struct {
+	clock core.Clock
+
+	// The flaws.
+	readThenWrite       bool                // Acquire reads, pauses, then writes: the race is open
+	takeoverReadWrite   bool                // only the takeover of an expired lock reads, pauses, then writes
+	contentionFalse     bool                // a call that finds the store busy answers false (a conflict reported as "taken")
+	reentrant           bool                // Acquire by the holder succeeds again
+	renewAnyOwner       bool                // Renew checks the key, not the owner
+	renewNoExtend       bool                // Renew answers true and moves nothing
+	renewCreates        bool                // Renew of a free key creates a lock
+	releaseAnyOwner     bool                // Release checks the key, not the owner
+	renewIgnoresExpiry  bool                // Renew accepts an expired lock of its owner
+	releaseIgnoreExpiry bool                // Release accepts an expired lock of its owner
+	perKeyCounter       bool                // tokens count per key and Release deletes the record, so they restart
+	tokenKeptOnTakeover bool                // taking over an expired lock keeps its token
+	noFloor             bool                // tokens come from the source alone, with no per-key floor
+	zeroToken           bool                // tokens are handed out one less than drawn, so the first is 0
+	clientClock         bool                // expiry on the system clock, not the store's
+	ttlDivisor          time.Duration       // ttl divided by this (a unit mistake): expires early
+	ttl32               bool                // ttl in ms squeezed into an int32
+	canon               func(string) string // keys compared after this
+	like                bool                // keys matched as SQL LIKE patterns
+	falseOnCancel       bool                // a cancelled context gets false, nil
+	ignoreCancel        bool                // a cancelled context is ignored
+
+	mu      sync.Mutex
+	next    int64
+	entries map[string]*entry
+}
+
+type entry struct {
+	owner     string // "" once released
+	token     int64
+	expiresAt time.Time
+}
+
+func newFlawed(clock core.Clock, configure func(*flawed)) *flawed {
+	s := &flawed{clock: clock, entries: map[string]*entry{}}
+	configure(s)
+	return s
+}
+
+func (s *flawed) now() time.Time {
+	if s.clientClock {
+		return time.Now()
+	}
+	return s.clock.Now()
+}
+
+func (s *flawed) ttl(d time.Duration) time.Duration {
+	if s.ttl32 {
+		d = time.Duration(int32(d.Milliseconds())) * time.Millisecond
+	}
+	if s.ttlDivisor > 0 {
+		d /= s.ttlDivisor
+	}
+	return d
+}
+
+func (s *flawed) key(k string) string {
+	if s.canon != nil {
+		return s.canon(k)
+	}
+	return k
+}
+
+// lock takes the store's mutex; with contentionFalse it gives up instead of
+// waiting, and holds the mutex a little so that concurrent calls collide.
+func (s *flawed) lock() bool {
+	if !s.contentionFalse {
+		s.mu.Lock()
+		return true
+	}
+	if !s.mu.TryLock() {
+		return false
+	}
+	time.Sleep(200 * time.Microsecond)
+	return true
+}
+
+func (s *flawed) cancelled(ctx context.Context) (answered bool, err error) {
+	if s.ignoreCancel || ctx.Err() == nil {
+		return false, nil
+	}
+	if s.falseOnCancel {
+		return true, nil
+	}
+	return true, ctx.Err()
+}
+
+// matching returns the keys of entries that a call on key applies to.
+func (s *flawed) matching(key string) []string {
+	if !s.like {
+		return []string{key}
+	}
+	var re strings.Builder
+	re.WriteString("^")
+	for _, r := range key {
+		switch r {
+		case '%':
+			re.WriteString("(?s:.*)")
+		case '_':
+			re.WriteString("(?s:.)")
+		default:
+			re.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re.WriteString("$")
+	pattern := regexp.MustCompile(re.String())
+	var out []string
+	for k := range s.entries {
+		if pattern.MatchString(k) {
+			out = append(out, k)
+		}
+	}
+	if !slices.Contains(out, key) {
+		out = append(out, key)
+	}
+	return out
+}
+
+func (s *flawed) live(k string, now time.Time) *entry {
+	e := s.entries[k]
+	if e == nil || e.owner == "" || !now.Before(e.expiresAt) {
+		return nil
+	}
+	return e
+}
+
+func (s *flawed) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if done, err := s.cancelled(ctx); done {
+		return 0, false, err
+	}
+	key = s.key(key)
+	if !s.lock() {
+		return 0, false, nil
+	}
+	now := s.now()
+	for _, k := range s.matching(key) {
+		if e := s.live(k, now); e != nil && !(s.reentrant && k == key && e.owner == owner) {
+			s.mu.Unlock()
+			return 0, false, nil
+		}
+	}
+	e := s.entries[key]
+	expiredTakeover := e != nil && e.owner != "" && !now.Before(e.expiresAt)
+	if s.readThenWrite || (s.takeoverReadWrite && expiredTakeover) {
+		// The read is done; the write comes in a separate step.
+		s.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		s.mu.Lock()
+		e = s.entries[key]
+	}
+	defer s.mu.Unlock()
+	if e == nil {
+		e = &entry{}
+		s.entries[key] = e
+	}
+	var token int64
+	switch {
+	case s.tokenKeptOnTakeover && expiredTakeover:
+		token = e.token
+	case s.perKeyCounter:
+		token = e.token + 1
+	case s.noFloor:
+		s.next++
+		token = s.next
+	default:
+		s.next = max(s.next+1, e.token+1)
+		token = s.next
+	}
+	*e = entry{owner: owner, token: token, expiresAt: now.Add(s.ttl(ttl))}
+	if s.zeroToken {
+		return token - 1, true, nil
+	}
+	return token, true, nil
+}
+
+func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if done, err := s.cancelled(ctx); done {
+		return false, err
+	}
+	key = s.key(key)
+	if !s.lock() {
+		return false, nil
+	}
+	defer s.mu.Unlock()
+	now := s.now()
+	renewed := false
+	for _, k := range s.matching(key) {
+		e := s.entries[k]
+		if s.renewIgnoresExpiry {
+			if e == nil || e.owner == "" {
+				e = nil
+			}
+		} else {
+			e = s.live(k, now)
+		}
+		if e == nil {
+			if s.renewCreates && k == key {
+				s.next++
+				s.entries[k] = &entry{owner: owner, token: s.next, expiresAt: now.Add(s.ttl(ttl))}
+				renewed = true
+			}
+			continue
+		}
+		if e.owner != owner && !s.renewAnyOwner {
+			continue
+		}
+		if !s.renewNoExtend {
+			e.expiresAt = now.Add(s.ttl(ttl))
+		}
+		renewed = true
+	}
+	return renewed, nil
+}
+
+func (s *flawed) Release(ctx context.Context, key, owner string) (bool, error) {
+	if done, err := s.cancelled(ctx); done {
+		return false, err
+	}
+	key = s.key(key)
+	if !s.lock() {
+		return false, nil
+	}
+	defer s.mu.Unlock()
+	now := s.now()
+	released := false
+	for _, k := range s.matching(key) {
+		e := s.entries[k]
+		if s.releaseIgnoreExpiry {
+			if e == nil || e.owner == "" {
+				e = nil
+			}
+		} else {
+			e = s.live(k, now)
+		}
+		if e == nil || (e.owner != owner && !s.releaseAnyOwner) {
+			continue
+		}
+		if s.perKeyCounter {
+			delete(s.entries, k)
+		} else {
+			e.owner = ""
+		}
+		released = true
+	}
+	return released, nil
+}
+
+func (s *flawed) resetTokens(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = 0
+	return nil
+}
+
+// Key canonicalisations of broken stores.
+
+func trimTrailingSpaces(k string) string { return strings.TrimRight(k, " ") }
+
+// nfcSome composes the decomposed forms the kit uses, as a store that
+// normalises keys to NFC would.
+func nfcSome(k string) string {
+	return strings.NewReplacer("e\u0301", "\u00e9", "A\u030a", "\u00c5", "\u212b", "\u00c5").Replace(k)
+}
+
+// accentInsensitive drops accents and combining marks, as an
+// accent-insensitive collation compares.
+func accentInsensitive(k string) string {
+	k = strings.NewReplacer("\u00e9", "e", "\u00c5", "A", "\u212b", "A").Replace(k)
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Mn, r) {
+			return -1
+		}
+		return r
+	}, k)
+}
+
+// latin1 replaces what Latin-1 cannot hold with '?', as a store with a
+// Latin-1 column would.
+func latin1(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r > 0xff {
+			return '?'
+		}
+		return r
+	}, k)
+}
+
+// truncateBytes cuts keys to n bytes, as a column sized in bytes would.
+func truncateBytes(n int) func(string) string {
+	return func(k string) string {
+		if len(k) > n {
+			return k[:n]
+		}
+		return k
+	}
+}
+
+// brokenStores lists each flawed store with the cases that must fail on it:
+// catcher is the case written to catch the flaw; also are the other cases
+// it fails. Every other case must pass, so a case that fails for an
+// unrelated reason shows up here too.
+var brokenStores = []struct {
+	name    string
+	flaw    func(*flawed)
+	catcher string
+	also    []string
+}{
+	{"read-then-write acquire", func(s *flawed) { s.readThenWrite = true },
+		"race-acquire-free-key", []string{"race-takeover-expired-key", "race-rounds"}},
+	{"read-then-write takeover of an expired lock", func(s *flawed) { s.takeoverReadWrite = true },
+		"race-takeover-expired-key", nil},
+	{"conflicts answered as not acquired", func(s *flawed) { s.contentionFalse = true },
+		"race-distinct-keys", nil},
+	{"re-entrant acquire", func(s *flawed) { s.reentrant = true },
+		"acquire-held-key", nil},
+	{"zero first token", func(s *flawed) { s.zeroToken = true },
+		"acquire-free-key", nil},
+	{"renew without an owner check", func(s *flawed) { s.renewAnyOwner = true },
+		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}},
+	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
+		"renew-by-holder", []string{"ttl-four-weeks"}},
+	{"renew that creates a lock", func(s *flawed) { s.renewCreates = true },
+		"renew-by-non-holder", []string{"expired-lock-old-owner"}},
+	{"release without an owner check", func(s *flawed) { s.releaseAnyOwner = true },
+		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}},
+	{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true },
+		"expired-lock-old-owner", nil},
+	{"expired lock still releasable", func(s *flawed) { s.releaseIgnoreExpiry = true },
+		"expired-lock-old-owner", nil},
+	{"per-key token counter that restarts when Release deletes the record", func(s *flawed) { s.perKeyCounter = true },
+		"tokens-grow", []string{"race-rounds", "token-floor-after-reset"}},
+	{"takeover of an expired lock keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true },
+		"tokens-grow", []string{"expiry-frees-key", "race-takeover-expired-key"}},
+	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
+		"token-floor-after-reset", nil},
+	{"expiry on the client's clock", func(s *flawed) { s.clientClock = true },
+		"expiry-frees-key", []string{"renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key"}},
+	{"ttl in the wrong unit (expires early)", func(s *flawed) { s.ttlDivisor = 3 },
+		"expiry-frees-key", []string{"renew-by-holder", "renew-by-non-holder", "ttl-four-weeks"}},
+	{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true },
+		"ttl-four-weeks", nil},
+	{"case-folding keys", func(s *flawed) { s.canon = strings.ToLower },
+		"keys-case", []string{"keys-normalisation"}},
+	{"trailing spaces trimmed", func(s *flawed) { s.canon = trimTrailingSpaces },
+		"keys-trailing-space", nil},
+	{"keys normalised to NFC", func(s *flawed) { s.canon = nfcSome },
+		"keys-normalisation", nil},
+	{"accents and combining marks ignored", func(s *flawed) { s.canon = accentInsensitive },
+		"keys-normalisation", nil},
+	{"Latin-1 keys", func(s *flawed) { s.canon = latin1 },
+		"keys-unicode", []string{"keys-max-length", "keys-normalisation"}},
+	{"keys truncated to 255 bytes", func(s *flawed) { s.canon = truncateBytes(255) },
+		"keys-max-length", nil},
+	{"keys matched as LIKE patterns", func(s *flawed) { s.like = true },
+		"keys-special-characters", nil},
+	{"false on a cancelled context", func(s *flawed) { s.falseOnCancel = true },
+		"cancelled-context", nil},
+	{"cancelled context ignored", func(s *flawed) { s.ignoreCancel = true },
+		"cancelled-context", nil},
+}
+
+// runAll runs every case against store on a manual clock and returns the
+// outcome of each by name.
+func runAll(t *testing.T, store core.LockStore, clock *core.ManualClock, reset func(context.Context) error) map[string]outcome {
+	t.Helper()
+	opts := Options{AdvanceTime: clock.Advance, ResetTokens: reset}
+	out := map[string]outcome{}
+	for _, c := range Cases() {
+		out[c.Name] = runRecorded(t, c, func(testing.TB) core.LockStore { return store }, opts)
+	}
+	return out
+}
+
+func TestBrokenStoresFailTheirCase(t *testing.T) {
+	for _, b := range brokenStores {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			if _, ok := caseNamed(b.catcher); !ok {
+				t.Fatalf("no case is named %q", b.catcher)
+			}
+			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+			store := newFlawed(clock, b.flaw)
+			got := runAll(t, store, clock, store.resetTokens)
+			want := append([]string{b.catcher}, b.also...)
+			for _, c := range Cases() {
+				o := got[c.Name]
+				switch mustFail := slices.Contains(want, c.Name); {
+				case mustFail && !o.failed:
+					t.Errorf("case %s did not fail on this store (%v)", c.Name, o)
+				case !mustFail && o.failed:
+					t.Errorf("case %s failed on this store, and is not expected to: %v", c.Name, o)
+				case mustFail:
+					t.Logf("%s: %v", c.Name, o)
+				}
+			}
+		})
+	}
+}
+
+// TestFlawlessPasses is the control: the flawed store with no flaw passes
+// every case, and so does core.MemoryStore, through the same recorder.
+func TestFlawlessPasses(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	flawless := newFlawed(clock, func(*flawed) {})
+	for name, o := range runAll(t, flawless, clock, flawless.resetTokens) {
+		if o.failed || o.skipped {
+			t.Errorf("flawless store: case %s: %v", name, o)
+		}
+	}
+	mem := core.NewMemoryStore(core.MemoryClock(clock))
+	reset := func(context.Context) error { mem.ResetTokens(); return nil }
+	for name, o := range runAll(t, mem, clock, reset) {
+		if o.failed || o.skipped {
+			t.Errorf("memory store: case %s: %v", name, o)
+		}
+	}
+}
+
+// TestBrokenStoresFailInRealTime checks the real-time path (AdvanceTime nil)
+// catches the expiry flaws too, with a short ttl.
+func TestBrokenStoresFailInRealTime(t *testing.T) {
+	for _, b := range []struct {
+		name    string
+		flaw    func(*flawed)
+		catcher string
+	}{
+		{"never expires", func(s *flawed) { s.clock = frozenClock{} }, "expiry-frees-key"},
+		{"expires early", func(s *flawed) { s.ttlDivisor = 3 }, "expiry-frees-key"},
+		{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true }, "renew-by-holder"},
+		{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true }, "expired-lock-old-owner"},
+		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
+		{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true }, "ttl-four-weeks"},
+		{"read-then-write takeover", func(s *flawed) { s.takeoverReadWrite = true }, "race-takeover-expired-key"},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c, ok := caseNamed(b.catcher)
+			if !ok {
+				t.Fatalf("no case is named %q", b.catcher)
+			}
+			store := newFlawed(core.SystemClock(), b.flaw)
+			o := runRecorded(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 300 * time.Millisecond})
+			if !o.failed {
+				t.Errorf("case %s did not fail on this store in real time (%v)", c.Name, o)
+			}
+			t.Logf("%s: %v", c.Name, o)
+		})
+	}
+}
+
+// frozenClock never moves: locks on it never expire.
+type frozenClock struct{}
+
+func (frozenClock) Now() time.Time { return time.Unix(1_700_000_000, 0) }
+func (frozenClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	panic("not used")
+}

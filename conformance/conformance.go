@@ -1,0 +1,246 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/core"
+	"github.com/onsi/ginkgo/v2"
+)
+
+// Defaults used when an [Options] field is left zero.
+const (
+	// DefaultCallers is the default of [Options.Callers].
+	DefaultCallers = 16
+	// DefaultTTL is the default of [Options.TTL].
+	DefaultTTL = 2500 * time.Millisecond
+	// DefaultTimeout is the default of [Options.Timeout].
+	DefaultTimeout = 10 * time.Second
+	// DefaultPrefix is the default of [Options.KeyPrefix].
+	DefaultPrefix = "conformance"
+)
+
+// Options tunes the kit to the store under test. The zero value is valid:
+// every field has a default, and a store that cannot move its clock or reset
+// its token source runs everything except the token-floor case.
+type Options struct {
+	// Callers is how many goroutines each race case releases at once against
+	// one key. Default [DefaultCallers] (16); at least 2. On a store behind a
+	// connection pool, a pool at least this large makes the calls truly
+	// overlap.
+	Callers int
+
+	// TTL is the lock ttl of the cases that test expiry. Those cases check
+	// that a lock is still held at TTL/2 and free at TTL + TTL/6, so without
+	// AdvanceTime a store call must return well within TTL/2. Default
+	// [DefaultTTL] (2.5s); a whole number of milliseconds, at least 6ms. Cases
+	// that do not test expiry hold their locks for a minute instead, so a
+	// slow store never sees them expire by accident.
+	TTL time.Duration
+
+	// AdvanceTime, if set, moves the store's clock forward by d; the kit then
+	// never sleeps. Use it with a store whose clock the test controls (a
+	// [core.MemoryStore] on a [core.ManualClock]: pass clock.Advance). When
+	// it is set, the cases run one after another, since moving a shared clock
+	// would disturb a case running beside it.
+	//
+	// If nil, the expiry cases wait in real time for the store's own clock
+	// to pass the ttl, and run concurrently with each other under [Run].
+	AdvanceTime func(d time.Duration)
+
+	// ResetTokens, if set, sends the store's token source back (as a restore
+	// from an old backup or a failover to a lagging replica would) and
+	// returns once the store draws tokens from the reset source. The
+	// token-floor case calls it to prove that keys keep their per-key floor.
+	// If nil, that case is skipped and says why. Other runs of the kit that
+	// share the store may be running at the time; a correct store keeps
+	// their tokens growing too.
+	ResetTokens func(ctx context.Context) error
+
+	// Timeout bounds each store call the kit makes, and each ResetTokens
+	// call, through the call's context. A call that fails or times out fails
+	// the case, except in the cancelled-context case, where an error is the
+	// required answer. Default [DefaultTimeout] (10s).
+	Timeout time.Duration
+
+	// KeyPrefix starts every key the kit uses: keys are
+	// "<KeyPrefix>:<case name>:<random>", so runs from several machines can
+	// share one server, and a server's access rules can confine the kit to
+	// the prefix. Default [DefaultPrefix] ("conformance"); at most 100
+	// characters, and itself a valid key (see [core.ValidateKey]).
+	KeyPrefix string
+}
+
+// withDefaults fills zero fields and checks the result.
+func (o Options) withDefaults() (Options, error) {
+	if o.Callers == 0 {
+		o.Callers = DefaultCallers
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultPrefix
+	}
+	switch {
+	case o.Callers < 2:
+		return o, fmt.Errorf("conformance: Options.Callers is %d; a race needs at least 2 callers", o.Callers)
+	case core.ValidateTTL(o.TTL) != nil:
+		return o, fmt.Errorf("conformance: Options.TTL: %w", core.ValidateTTL(o.TTL))
+	case o.TTL < 6*time.Millisecond:
+		return o, fmt.Errorf("conformance: Options.TTL is %v; the expiry cases need at least 6ms to check TTL/2 and TTL+TTL/6 apart", o.TTL)
+	case o.Timeout < 0:
+		return o, fmt.Errorf("conformance: Options.Timeout is %v; want a positive duration, or 0 for the default", o.Timeout)
+	case core.ValidateKey(o.KeyPrefix) != nil:
+		return o, fmt.Errorf("conformance: Options.KeyPrefix: %w", core.ValidateKey(o.KeyPrefix))
+	case len([]rune(o.KeyPrefix)) > maxPrefix:
+		return o, fmt.Errorf("conformance: Options.KeyPrefix has %d characters; at most %d leave room for the kit's own key parts", len([]rune(o.KeyPrefix)), maxPrefix)
+	}
+	return o, nil
+}
+
+const maxPrefix = 100
+
+// Case is one check of the kit.
+type Case struct {
+	// Name identifies the case: the subtest name under [Run] and the spec
+	// text under [Specs], so `go test -run 'Conformance/race-'` or
+	// `ginkgo --focus race-` picks cases out. It also appears in every key
+	// the case uses.
+	Name string
+	// Group is the family the case belongs to. "store" cases call a
+	// [core.LockStore] directly and check the rules documented on it.
+	Group string
+	// Catches says in one sentence which bug in a store makes the case fail.
+	Catches string
+	// Concurrent marks the race cases, which release many callers at once.
+	// They prove something only about a store whose calls really overlap,
+	// such as a server reached through a connection pool; a store that
+	// serialises every call passes them trivially.
+	Concurrent bool
+	// Waits marks the cases that let a ttl pass. Without
+	// [Options.AdvanceTime] they sleep in real time, for up to
+	// TTL + TTL/6 each (concurrently with each other under [Run]).
+	Waits bool
+
+	run func(t testing.TB, e *env)
+}
+
+// groups lists the case groups in the order they run. Each group lives in
+// its own files (store_*.go for the "store" group); a new group adds its
+// function here.
+var groups = []func() []Case{
+	storeCases,
+}
+
+// Cases returns every case of the kit, in the order [Run] and [Specs] run
+// them. The slice is new on each call.
+func Cases() []Case {
+	var all []Case
+	for _, g := range groups {
+		all = append(all, g()...)
+	}
+	return all
+}
+
+// Run runs every case of the kit against the stores newStore returns, each
+// as a subtest of t named after the case. newStore is called once per case,
+// with that case's testing.TB, so it can register cleanups or fail the case
+// when the store cannot be reached; it may return the same store every time,
+// since each case uses its own random keys. A driver's test file needs one
+// test that calls it:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
+//	}
+//
+// Without opts.AdvanceTime, the cases that wait for a ttl to pass run
+// concurrently with each other, after the others, so the whole kit takes a
+// little more than TTL + TTL/6 beyond the time of its calls. With
+// AdvanceTime, every case runs in turn and none sleeps.
+func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options) {
+	t.Helper()
+	o, err := opts.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newStore == nil {
+		t.Fatal("conformance: newStore is nil")
+	}
+	// Without AdvanceTime, the waiting cases run together after the others,
+	// each in a goroutine of its own. They mostly sleep, so they do not wait
+	// for a slot under go test's -parallel limit (GOMAXPROCS by default), as
+	// t.Parallel would; testing allows concurrent t.Run calls.
+	var waiting []Case
+	for _, c := range Cases() {
+		if c.Waits && o.AdvanceTime == nil {
+			waiting = append(waiting, c)
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+	}
+	var wg sync.WaitGroup
+	for _, c := range waiting {
+		wg.Go(func() {
+			t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+		})
+	}
+	wg.Wait()
+}
+
+// Specs adds one Ginkgo spec (It) per case of the kit to the container it is
+// called in, so the kit runs beside the user's own specs, under their
+// Describe, labels and decorators. Call it while Ginkgo builds the spec
+// tree, typically inside a Describe:
+//
+//	var _ = Describe("my store", Label("conformance"), func() {
+//		conformance.Specs(func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
+//	})
+//
+// Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Specs run one after
+// another unless Ginkgo runs the suite in parallel processes (ginkgo -p);
+// without opts.AdvanceTime, each case marked [Case.Waits] sleeps up to
+// TTL + TTL/6, so a short TTL or AdvanceTime keeps the suite quick.
+func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
+	for _, c := range Cases() {
+		ginkgo.It(c.Name, func() {
+			runCase(ginkgo.GinkgoTB(), c, newStore, opts)
+		})
+	}
+}
+
+// runCase runs one case against a store from newStore. It validates opts
+// itself (again, under Run) so that every entry point, including the kit's
+// own tests, reports bad options the same way.
+func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, opts Options) {
+	t.Helper()
+	o, err := opts.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newStore == nil {
+		t.Fatal("conformance: newStore is nil")
+	}
+	store := newStore(t)
+	if store == nil {
+		t.Fatal("conformance: newStore returned a nil store")
+	}
+	c.run(t, newEnv(store, o, c.Name))
+}
+
+// caseNamed returns the case called name, for the kit's own tests.
+func caseNamed(name string) (Case, bool) {
+	cases := Cases()
+	i := slices.IndexFunc(cases, func(c Case) bool { return c.Name == name })
+	if i < 0 {
+		return Case{}, false
+	}
+	return cases[i], true
+}

@@ -1,0 +1,73 @@
+package conformance_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+)
+
+// TestMemoryStore runs the whole kit through Run against core.MemoryStore on
+// a manual clock: the kit moves the clock and never sleeps.
+func TestMemoryStore(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := core.NewMemoryStore(core.MemoryClock(clock))
+	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{
+		AdvanceTime: clock.Advance,
+		ResetTokens: func(context.Context) error { store.ResetTokens(); return nil },
+	})
+}
+
+// TestMemoryStoreRealTime runs the whole kit through Run against
+// core.MemoryStore on the system clock: the expiry cases wait in real time,
+// in parallel, while ResetTokens resets the shared store under them.
+func TestMemoryStoreRealTime(t *testing.T) {
+	store := core.NewMemoryStore()
+	start := time.Now()
+	t.Cleanup(func() {
+		// The waiting cases run in parallel: the kit should take about one
+		// TTL + TTL/6, not the sum of them.
+		t.Logf("the kit took %v in real time", time.Since(start).Round(time.Millisecond))
+	})
+	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{
+		TTL:         time.Second,
+		ResetTokens: func(context.Context) error { store.ResetTokens(); return nil },
+	})
+}
+
+// TestMemoryStoreOnePerCase gives every case a store of its own, as a driver
+// that opens a connection per test would; without ResetTokens the floor
+// case skips.
+func TestMemoryStoreOnePerCase(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	skipped := map[string]bool{}
+	t.Run("kit", func(t *testing.T) {
+		conformance.Run(t, func(t testing.TB) core.LockStore {
+			t.Cleanup(func() { skipped[t.Name()] = t.Skipped() })
+			return core.NewMemoryStore(core.MemoryClock(clock))
+		}, conformance.Options{AdvanceTime: clock.Advance, Callers: 4})
+	})
+	for name, s := range skipped {
+		if s != (name == "TestMemoryStoreOnePerCase/kit/token-floor-after-reset") {
+			t.Errorf("case %s: skipped = %v", name, s)
+		}
+	}
+	if len(skipped) != len(conformance.Cases()) {
+		t.Errorf("newStore was called for %d cases, want %d", len(skipped), len(conformance.Cases()))
+	}
+}
+
+func TestCasesAreDescribed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range conformance.Cases() {
+		switch {
+		case c.Name == "" || c.Catches == "" || c.Group == "":
+			t.Errorf("case %+v lacks a name, a group or what it catches", c)
+		case seen[c.Name]:
+			t.Errorf("two cases are named %s", c.Name)
+		}
+		seen[c.Name] = true
+	}
+}

@@ -1,0 +1,32 @@
+// Package conformance is a test kit that proves a [core.LockStore]
+// implementation follows the rules documented on that interface: atomic
+// methods, expiry on the store's clock, "expired means gone", growing fencing
+// tokens with a per-key floor, exact keys, and errors that are errors.
+//
+// A driver runs the whole kit from one test, with the standard testing
+// package:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, newStore, conformance.Options{})
+//	}
+//
+// or, in a Ginkgo suite, from inside its own container:
+//
+//	var _ = Describe("redis store", func() {
+//		conformance.Specs(newStore, conformance.Options{})
+//	})
+//
+// Each case is a function of a testing.TB; [Cases] lists them, each with a
+// sentence saying which bug it catches. A failure message says what the store
+// answered and what the contract requires. Every case uses fresh random keys
+// under [Options.KeyPrefix] and random owners, so several runs can share one
+// server.
+//
+// The race cases ([Case.Concurrent]) only mean something against a store whose
+// calls overlap, such as a real server reached through a connection pool.
+// The expiry cases ([Case.Waits]) sleep in real time unless
+// [Options.AdvanceTime] moves the store's clock.
+//
+// docs/conformance.md in the leasehold repository describes how to run the
+// kit in CI.
+package conformance

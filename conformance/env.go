@@ -1,0 +1,257 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/leasehold/leasehold/core"
+)
+
+// holdTTL is the ttl of locks in cases that do not test expiry: long enough
+// that no store, however slow, lets them expire while the case runs.
+const holdTTL = time.Minute
+
+// env is what a case works with: the store, the options with their defaults
+// filled, and helpers that call the store and report failures. Its helpers
+// call t only from the case's own goroutine.
+type env struct {
+	store core.LockStore
+	opts  Options
+	name  string // the case's name, part of every key
+}
+
+func newEnv(store core.LockStore, opts Options, name string) *env {
+	return &env{store: store, opts: opts, name: name}
+}
+
+func random() string {
+	return fmt.Sprintf("%012x", rand.Uint64()&(1<<48-1))
+}
+
+// key returns a fresh key, "<prefix>:<case>:<random>".
+func (e *env) key() string {
+	return e.opts.KeyPrefix + ":" + e.name + ":" + random()
+}
+
+// owner returns a fresh owner; label makes it readable in failure messages.
+func (e *env) owner(label string) string {
+	return label + "-" + random()
+}
+
+// ctx returns the context of one store call, bounded by Options.Timeout.
+func (e *env) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.opts.Timeout)
+}
+
+// show renders a key for a failure message, shortening long ones.
+func show(key string) string {
+	n := utf8.RuneCountInString(key)
+	if n <= 80 {
+		return fmt.Sprintf("%q", key)
+	}
+	r := []rune(key)
+	return fmt.Sprintf("%q…%q (%d characters, %d bytes)", string(r[:50]), string(r[n-10:]), n, len(key))
+}
+
+func callFailed(t testing.TB, call string, err error) {
+	t.Helper()
+	t.Fatalf("%s returned an error: %v; the kit expects a working store to answer this call (only a failed call, such as a cancelled context or a lost connection, may return an error)", call, err)
+}
+
+// acquire calls Acquire and fails the case if it returns an error.
+func (e *env) acquire(t testing.TB, key, owner string, ttl time.Duration) (int64, bool) {
+	t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	token, ok, err := e.store.Acquire(ctx, key, owner, ttl)
+	if err != nil {
+		callFailed(t, fmt.Sprintf("Acquire(%s, %q, %v)", show(key), owner, ttl), err)
+	}
+	return token, ok
+}
+
+// renew calls Renew and fails the case if it returns an error.
+func (e *env) renew(t testing.TB, key, owner string, ttl time.Duration) bool {
+	t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	ok, err := e.store.Renew(ctx, key, owner, ttl)
+	if err != nil {
+		callFailed(t, fmt.Sprintf("Renew(%s, %q, %v)", show(key), owner, ttl), err)
+	}
+	return ok
+}
+
+// release calls Release and fails the case if it returns an error.
+func (e *env) release(t testing.TB, key, owner string) bool {
+	t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	ok, err := e.store.Release(ctx, key, owner)
+	if err != nil {
+		callFailed(t, fmt.Sprintf("Release(%s, %q)", show(key), owner), err)
+	}
+	return ok
+}
+
+// mustAcquire acquires a key that should be free; what says why it should be.
+func (e *env) mustAcquire(t testing.TB, key, owner string, ttl time.Duration, what string) int64 {
+	t.Helper()
+	token, ok := e.acquire(t, key, owner, ttl)
+	if !ok {
+		t.Fatalf("Acquire of %s by %s returned not acquired; the contract requires acquired: %s", show(key), owner, what)
+	}
+	e.cleanupRelease(t, key, owner)
+	return token
+}
+
+// mustRenew renews a lock the owner should hold; what says why.
+func (e *env) mustRenew(t testing.TB, key, owner string, ttl time.Duration, what string) {
+	t.Helper()
+	if !e.renew(t, key, owner, ttl) {
+		t.Fatalf("Renew of %s by its holder %s returned false; the contract requires true: %s", show(key), owner, what)
+	}
+}
+
+// mustRelease releases a lock the owner should hold; what says why.
+func (e *env) mustRelease(t testing.TB, key, owner string, what string) {
+	t.Helper()
+	if !e.release(t, key, owner) {
+		t.Fatalf("Release of %s by its holder %s returned false; the contract requires true: %s", show(key), owner, what)
+	}
+}
+
+// mustBeHeld checks that some live lock holds key, by trying to acquire it
+// as a new owner, which must fail. what says why the key should be held.
+func (e *env) mustBeHeld(t testing.TB, key string, what string) {
+	t.Helper()
+	probe := e.owner("probe")
+	if _, ok := e.acquire(t, key, probe, holdTTL); ok {
+		e.cleanupRelease(t, key, probe)
+		t.Fatalf("Acquire of %s by a new owner returned acquired, so the key was free; the contract requires it to be held: %s", show(key), what)
+	}
+}
+
+// mustBeFree checks that key is free by acquiring it as a new owner, and
+// returns that owner and its token. what says why the key should be free.
+func (e *env) mustBeFree(t testing.TB, key string, ttl time.Duration, what string) (string, int64) {
+	t.Helper()
+	probe := e.owner("taker")
+	token, ok := e.acquire(t, key, probe, ttl)
+	if !ok {
+		t.Fatalf("Acquire of %s by a new owner returned not acquired, so the key was still held; the contract requires it to be free: %s", show(key), what)
+	}
+	e.cleanupRelease(t, key, probe)
+	return probe, token
+}
+
+// cleanupRelease releases key for owner when the case ends, whatever its
+// outcome, so that a failed case leaves no long lock on a shared server.
+// The answer is ignored: the case may have released the lock already.
+func (e *env) cleanupRelease(t testing.TB, key, owner string) {
+	t.Cleanup(func() {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		_, _ = e.store.Release(ctx, key, owner)
+	})
+}
+
+// timeline lets time pass for a case, measured from the moment it starts:
+// on the store's clock through Options.AdvanceTime, or in real time.
+type timeline struct {
+	advance func(time.Duration)
+	start   time.Time     // real time: when the timeline started
+	moved   time.Duration // AdvanceTime: how far the clock has moved since
+}
+
+// startTimeline starts a timeline now. Start it after the calls whose ttl it
+// measures have returned: the store started their ttl no later than that.
+func (e *env) startTimeline() *timeline {
+	return &timeline{advance: e.opts.AdvanceTime, start: time.Now()}
+}
+
+// until lets time pass until d after the timeline started.
+func (tl *timeline) until(d time.Duration) {
+	if tl.advance != nil {
+		if d > tl.moved {
+			tl.advance(d - tl.moved)
+			tl.moved = d
+		}
+		return
+	}
+	if rest := time.Until(tl.start.Add(d)); rest > 0 {
+		time.Sleep(rest)
+	}
+}
+
+// race runs f(0) … f(n-1) in n goroutines released together once all of them
+// have started, and returns when all have returned. f must not call t.
+func race(n int, f func(i int)) {
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			f(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+// result is the answer of one store call made in a race.
+type result struct {
+	token int64
+	ok    bool
+	err   error
+}
+
+// raceAcquire has n owners acquire key at once and returns their answers.
+func (e *env) raceAcquire(key string, owners []string, ttl time.Duration) []result {
+	res := make([]result, len(owners))
+	race(len(owners), func(i int) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		res[i].token, res[i].ok, res[i].err = e.store.Acquire(ctx, key, owners[i], ttl)
+	})
+	return res
+}
+
+// owners returns n fresh owners.
+func (e *env) owners(label string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = e.owner(fmt.Sprintf("%s%d", label, i))
+	}
+	return out
+}
+
+// winners checks a race's answers for errors and returns the indexes of the
+// callers that acquired. what describes the race for messages.
+func winners(t testing.TB, res []result, what string) []int {
+	t.Helper()
+	var won []int
+	var errs []error
+	for i, r := range res {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+		if r.ok && r.err == nil {
+			won = append(won, i)
+		}
+	}
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d concurrent calls (%s) returned an error, the first: %v; the contract requires a store to decide concurrent calls, not to fail them", len(errs), len(res), what, errs[0])
+	}
+	return won
+}

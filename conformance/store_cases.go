@@ -1,0 +1,345 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// storeCases is the "store" group: the rules of core.LockStore, checked by
+// calling the store directly. Its cases live in the store_*.go files.
+func storeCases() []Case {
+	cases := []Case{
+		{
+			Name:    "acquire-free-key",
+			Catches: "a store that refuses a key no one holds, or answers it with a fencing token that is zero or negative.",
+			run:     acquireFreeKey,
+		},
+		{
+			Name:    "acquire-held-key",
+			Catches: "an Acquire that overwrites a live lock (an upsert without a liveness check) or lets its holder acquire it a second time.",
+			run:     acquireHeldKey,
+		},
+		{
+			Name:    "renew-by-holder",
+			Catches: "a Renew that reports success without moving the expiry to ttl from now, so a holder that renews on time still loses its lock.",
+			Waits:   true,
+			run:     renewByHolder,
+		},
+		{
+			Name:    "renew-by-non-holder",
+			Catches: "a Renew that does not check the owner, or that creates a lock on a free key, letting a stranger extend or take a lock.",
+			Waits:   true,
+			run:     renewByNonHolder,
+		},
+		{
+			Name:    "release-by-non-holder",
+			Catches: "a Release that does not check the owner, letting anyone free a lock that another process still relies on.",
+			run:     releaseByNonHolder,
+		},
+		{
+			Name:    "release-by-holder",
+			Catches: "a Release that does not free the key, or that reports true twice for one lock.",
+			run:     releaseByHolder,
+		},
+		{
+			Name:    "expiry-frees-key",
+			Catches: "a lock that expires early, late or never on the store's clock (for example one timed on the client's clock, or with the ttl in the wrong unit), or a takeover token that is not greater.",
+			Waits:   true,
+			run:     expiryFreesKey,
+		},
+		{
+			Name:    "expired-lock-old-owner",
+			Catches: "an expired lock that its old owner can still renew or release, before or after another owner takes the key over.",
+			Waits:   true,
+			run:     expiredLockOldOwner,
+		},
+		{
+			Name:    "tokens-grow",
+			Catches: "fencing tokens that repeat or go back on a key across releases and expiry takeovers (for example a per-key counter that restarts when Release deletes the record).",
+			Waits:   true,
+			run:     tokensGrow,
+		},
+		{
+			Name:    "token-floor-after-reset",
+			Catches: "a store without a per-key token floor, whose tokens go back when its token source is reset by a restore or a failover.",
+			run:     tokenFloorAfterReset,
+		},
+		{
+			Name:    "ttl-four-weeks",
+			Catches: "a ttl squeezed into 32 bits of milliseconds (2^31 ms is under 25 days), which turns a four-week lock into an expired or short one.",
+			Waits:   true,
+			run:     ttlFourWeeks,
+		},
+		{
+			Name:    "cancelled-context",
+			Catches: "a store that answers a call whose context is cancelled instead of failing it, for example with a false that makes a caller give up a lock it holds or believe a free key is taken.",
+			run:     cancelledContext,
+		},
+	}
+	cases = append(cases, keyCases()...)
+	cases = append(cases, raceCases()...)
+	for i := range cases {
+		cases[i].Group = "store"
+	}
+	return cases
+}
+
+func acquireFreeKey(t testing.TB, e *env) {
+	for range 3 {
+		key, owner := e.key(), e.owner("A")
+		token := e.mustAcquire(t, key, owner, holdTTL, "no lock has ever held this key")
+		if token <= 0 {
+			t.Fatalf("Acquire of the free key %s returned token %d; the contract requires a positive fencing token", show(key), token)
+		}
+		e.mustRelease(t, key, owner, "the owner has just acquired it")
+	}
+}
+
+func acquireHeldKey(t testing.TB, e *env) {
+	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
+	if _, ok := e.acquire(t, key, b, holdTTL); ok {
+		e.cleanupRelease(t, key, b)
+		t.Fatalf("Acquire of %s by another owner returned acquired while %s held it; the contract requires not acquired: a live lock has one holder", show(key), a)
+	}
+	if _, ok := e.acquire(t, key, a, holdTTL); ok {
+		t.Fatalf("Acquire of %s by its own holder returned acquired; the contract requires not acquired: locks are not re-entrant, and a second acquisition would hand out a second fencing token for one lock", show(key))
+	}
+	e.mustBeHeld(t, key, "the first holder never released it")
+	e.mustRelease(t, key, a, "the failed acquisitions must not have changed the holder")
+}
+
+func renewByHolder(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	key, a := e.key(), e.owner("A")
+	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	tl := e.startTimeline()
+	tl.until(ttl / 2)
+	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", ttl/2, ttl))
+	tl.until(ttl + ttl/6)
+	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, ttl/2, ttl))
+	e.mustRelease(t, key, a, "the renewed lock is still live")
+}
+
+func renewByNonHolder(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	key, a, b := e.key(), e.owner("A"), e.owner("B")
+
+	free := e.key()
+	if e.renew(t, free, b, ttl) {
+		t.Fatalf("Renew of the free key %s returned true; the contract requires false: only the owner of a live lock may renew it, and Renew never creates one", show(free))
+	}
+	e.mustBeFree(t, free, holdTTL, "a refused Renew must not have created a lock")
+
+	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	tl := e.startTimeline()
+	if e.renew(t, key, b, holdTTL) {
+		t.Fatalf("Renew of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may renew it", show(key))
+	}
+	tl.until(ttl / 2)
+	if e.renew(t, key, b, ttl) {
+		t.Fatalf("Renew of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may renew it", show(key))
+	}
+	e.mustBeHeld(t, key, "its owner acquired it less than a ttl ago")
+	tl.until(ttl + ttl/6)
+	e.mustBeFree(t, key, holdTTL, fmt.Sprintf("its owner acquired it with a ttl of %v and never renewed it; the refused renewals by another owner must not have moved its expiry", ttl))
+}
+
+func releaseByNonHolder(t testing.TB, e *env) {
+	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
+	if e.release(t, key, b) {
+		t.Fatalf("Release of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may release it", show(key))
+	}
+	e.mustBeHeld(t, key, "a Release by a non-holder must not free it")
+	e.mustRenew(t, key, a, holdTTL, "a Release by a non-holder must not change the holder")
+	e.mustRelease(t, key, a, "a Release by a non-holder must not change the holder")
+}
+
+func releaseByHolder(t testing.TB, e *env) {
+	free := e.key()
+	if e.release(t, free, e.owner("A")) {
+		t.Fatalf("Release of the free key %s returned true; the contract requires false: no one holds it", show(free))
+	}
+
+	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
+	e.mustRelease(t, key, a, "the owner holds a live lock on it")
+	if e.release(t, key, a) {
+		t.Fatalf("a second Release of %s by its former holder returned true; the contract requires false: the first Release ended the lock", show(key))
+	}
+	e.mustAcquire(t, key, b, holdTTL, "its holder released it")
+	e.mustRelease(t, key, b, "the new owner holds a live lock on it")
+}
+
+func expiryFreesKey(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	key, a := e.key(), e.owner("A")
+	first := e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	tl := e.startTimeline()
+	tl.until(ttl / 2)
+	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired with a ttl of %v only %v ago", ttl, ttl/2))
+	tl.until(ttl + ttl/6)
+	_, token := e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired with a ttl of %v, %v ago, and never renewed: expired means gone", ttl, ttl+ttl/6))
+	if token <= first {
+		t.Fatalf("taking over the expired lock on %s returned token %d, not greater than the expired holder's %d; the contract requires tokens that grow across expiries", show(key), token, first)
+	}
+}
+
+func expiredLockOldOwner(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	tl := e.startTimeline()
+	tl.until(ttl + ttl/6)
+	if e.renew(t, key, a, ttl) {
+		t.Fatalf("Renew by the owner of an expired lock on %s returned true; the contract requires false: expired means gone, and a holder that paused past its ttl must learn it lost the lock", show(key))
+	}
+	if e.release(t, key, a) {
+		t.Fatalf("Release by the owner of an expired lock on %s returned true; the contract requires false: expired means gone", show(key))
+	}
+	e.mustAcquire(t, key, b, holdTTL, "the previous lock expired")
+	if e.renew(t, key, a, holdTTL) {
+		t.Fatalf("Renew of %s by the owner of the expired lock returned true after another owner took the key over; the contract requires false: only the current holder may renew", show(key))
+	}
+	if e.release(t, key, a) {
+		t.Fatalf("Release of %s by the owner of the expired lock returned true after another owner took the key over; the contract requires false: only the current holder may release", show(key))
+	}
+	e.mustBeHeld(t, key, "the new owner took it over and the old owner's calls were refused")
+	e.mustRelease(t, key, b, "the new owner holds a live lock on it")
+}
+
+// tokensGrow interleaves two keys so that a token source shared between keys
+// cannot hide a per-key regression, and crosses one expiry.
+func tokensGrow(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	k1, k2 := e.key(), e.key()
+	seen := map[string][]int64{}
+	var steps []string
+	take := func(key, owner string, ttl time.Duration, how string) {
+		t.Helper()
+		token := e.mustAcquire(t, key, owner, ttl, how)
+		steps = append(steps, fmt.Sprintf("%s: %d", how, token))
+		if token <= 0 {
+			t.Fatalf("Acquire of %s returned token %d (%s); the contract requires a positive fencing token", show(key), token, how)
+		}
+		if prev := seen[key]; len(prev) > 0 && token <= prev[len(prev)-1] {
+			t.Fatalf("tokens on %s went %v then %d (%s); the contract requires each token to be greater than every token the key had before, across releases and expiries", show(key), prev, token, how)
+		}
+		seen[key] = append(seen[key], token)
+	}
+	a, b, c, d := e.owner("A"), e.owner("B"), e.owner("C"), e.owner("D")
+
+	take(k1, a, holdTTL, "first acquire of k1")
+	take(k2, b, holdTTL, "first acquire of k2")
+	e.mustRelease(t, k1, a, "A holds it")
+	take(k1, c, holdTTL, "acquire of k1 after a release")
+	e.mustRelease(t, k2, b, "B holds it")
+	take(k2, b, ttl, "re-acquire of k2 by its former holder")
+	e.mustRelease(t, k1, c, "C holds it")
+	take(k1, a, ttl, "re-acquire of k1 by its first holder")
+	tl := e.startTimeline()
+	tl.until(ttl + ttl/6)
+	take(k1, d, holdTTL, "takeover of k1 after expiry")
+	take(k2, c, holdTTL, "takeover of k2 after expiry")
+	e.mustRelease(t, k1, d, "D holds it")
+	take(k1, d, holdTTL, "re-acquire of k1 after the takeover")
+	e.mustRelease(t, k1, d, "D holds it")
+	e.mustRelease(t, k2, c, "C holds it")
+}
+
+func tokenFloorAfterReset(t testing.TB, e *env) {
+	if e.opts.ResetTokens == nil {
+		t.Skip("Options.ResetTokens is nil: this store offers no way to send its token source back, so the per-key token floor cannot be checked")
+	}
+	held, released, owner := e.key(), e.key(), e.owner("A")
+	var last int64
+	for range 3 {
+		last = e.mustAcquire(t, released, owner, holdTTL, "its holder released it")
+		e.mustRelease(t, released, owner, "the owner holds it")
+	}
+	heldToken := e.mustAcquire(t, held, owner, holdTTL, "no lock has ever held this key")
+
+	ctx, cancel := e.ctx()
+	err := e.opts.ResetTokens(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("Options.ResetTokens returned an error: %v", err)
+	}
+
+	b := e.owner("B")
+	token := e.mustAcquire(t, released, b, holdTTL, "its holder released it")
+	if token <= last {
+		t.Fatalf("after ResetTokens, Acquire of %s, whose last token was %d, returned token %d; the contract requires a per-key floor: the next token of a key is at least its last token + 1, whatever happens to the token source", show(released), last, token)
+	}
+	e.mustRelease(t, held, owner, "the owner holds it; resetting the token source must not end a lock")
+	token = e.mustAcquire(t, held, b, holdTTL, "its holder released it")
+	if token <= heldToken {
+		t.Fatalf("after ResetTokens, Acquire of %s, whose last token was %d, returned token %d; the contract requires a per-key floor: the next token of a key is at least its last token + 1", show(held), heldToken, token)
+	}
+	fresh := e.key()
+	if token := e.mustAcquire(t, fresh, b, holdTTL, "no lock has ever held this key"); token <= 0 {
+		t.Fatalf("after ResetTokens, Acquire of the new key %s returned token %d; the contract requires a positive fencing token", show(fresh), token)
+	}
+}
+
+// fourWeeks is 2,419,200,000 ms, more than the 2^31-1 ms an int32 holds.
+const fourWeeks = 28 * 24 * time.Hour
+
+func ttlFourWeeks(t testing.TB, e *env) {
+	// With AdvanceTime, move past the 2^31 ms (24.86 days) that a 32-bit
+	// ttl could hold; in real time, wait a while.
+	wait := e.opts.TTL / 2
+	if e.opts.AdvanceTime != nil {
+		wait = 26 * 24 * time.Hour
+	}
+	key, a := e.key(), e.owner("A")
+	e.mustAcquire(t, key, a, fourWeeks, "no lock has ever held this key, and a ttl of four weeks is valid")
+	tl := e.startTimeline()
+	tl.until(wait)
+	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired %v ago with a ttl of four weeks (2,419,200,000 ms); a ttl must not be squeezed into 32 bits", wait))
+	e.mustRenew(t, key, a, fourWeeks, fmt.Sprintf("the owner acquired it %v ago with a ttl of four weeks", wait))
+	tl.until(2 * wait)
+	e.mustBeHeld(t, key, fmt.Sprintf("it was renewed %v ago for four weeks; a four-week renewal must not become a short one", wait))
+	e.mustRelease(t, key, a, "the owner renewed it for four weeks")
+}
+
+func cancelledContext(t testing.TB, e *env) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	free, held, a := e.key(), e.key(), e.owner("A")
+	e.mustAcquire(t, held, a, holdTTL, "no lock has ever held this key")
+
+	type call struct {
+		name string
+		do   func() (bool, error)
+		why  string
+	}
+	calls := []call{
+		{fmt.Sprintf("Acquire(%s) of a free key", show(free)), func() (bool, error) {
+			_, ok, err := e.store.Acquire(cancelled, free, a, holdTTL)
+			if ok && err == nil {
+				e.cleanupRelease(t, free, a)
+			}
+			return ok, err
+		}, "not acquired would tell the caller that a free key is taken"},
+		{fmt.Sprintf("Acquire(%s) of a held key", show(held)), func() (bool, error) {
+			_, ok, err := e.store.Acquire(cancelled, held, e.owner("B"), holdTTL)
+			return ok, err
+		}, "not acquired claims the store checked the key"},
+		{fmt.Sprintf("Renew(%s) by its holder", show(held)), func() (bool, error) {
+			return e.store.Renew(cancelled, held, a, holdTTL)
+		}, "false would tell the holder it lost a lock it still holds"},
+		{fmt.Sprintf("Release(%s) by its holder", show(held)), func() (bool, error) {
+			return e.store.Release(cancelled, held, a)
+		}, "false would tell the holder it did not hold the lock"},
+	}
+	for _, c := range calls {
+		ok, err := c.do()
+		if err == nil {
+			t.Errorf("%s with a cancelled context returned (%v, nil); the contract requires an error: a call that could not be made is not an answer, and %s", c.name, ok, c.why)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+)
+
+// raceCases check the "atomic methods" rule by releasing Options.Callers
+// goroutines together against one key.
+func raceCases() []Case {
+	return []Case{
+		{
+			Name:       "race-acquire-free-key",
+			Catches:    "an Acquire that reads whether the key is free and then writes in a separate step, so that several concurrent callers all win a free key.",
+			Concurrent: true,
+			run:        raceAcquireFreeKey,
+		},
+		{
+			Name:       "race-takeover-expired-key",
+			Catches:    "a takeover of an expired lock that is not atomic (read the expiry, then overwrite), so that several concurrent callers all take over one expired key.",
+			Concurrent: true,
+			Waits:      true,
+			run:        raceTakeoverExpiredKey,
+		},
+		{
+			Name:       "race-rounds",
+			Catches:    "a store that lets two callers into the same round of acquire, hold and release, or hands the winners of successive rounds tokens that do not grow.",
+			Concurrent: true,
+			run:        raceRounds,
+		},
+		{
+			Name:       "race-distinct-keys",
+			Catches:    "a store whose concurrent calls on different keys interfere (a table lock, a conflict or deadlock reported as not acquired, a shared record), so that free keys are refused under load.",
+			Concurrent: true,
+			run:        raceDistinctKeys,
+		},
+	}
+}
+
+// oneWinner races the callers on key and requires exactly one to acquire.
+// It returns the winner's owner and token; what describes the key.
+func (e *env) oneWinner(t testing.TB, key string, what string) (string, int64) {
+	t.Helper()
+	owners := e.owners("racer", e.opts.Callers)
+	res := e.raceAcquire(key, owners, holdTTL)
+	for i, r := range res {
+		if r.ok && r.err == nil {
+			e.cleanupRelease(t, key, owners[i])
+		}
+	}
+	won := winners(t, res, fmt.Sprintf("Acquire of %s", what))
+	if len(won) != 1 {
+		t.Fatalf("%d of %d concurrent Acquire calls on %s (%s) returned acquired; the contract requires exactly one: checking that no live lock holds the key and writing the new one must be a single atomic step", len(won), len(res), show(key), what)
+	}
+	w := won[0]
+	if res[w].token <= 0 {
+		t.Fatalf("the winner of a race on %s got token %d; the contract requires a positive fencing token", show(key), res[w].token)
+	}
+	return owners[w], res[w].token
+}
+
+func raceAcquireFreeKey(t testing.TB, e *env) {
+	for round := range 4 {
+		key := e.key()
+		owner, _ := e.oneWinner(t, key, fmt.Sprintf("a free key, round %d", round+1))
+		e.mustBeHeld(t, key, "the race's winner holds it")
+		e.mustRelease(t, key, owner, "it won the race")
+	}
+}
+
+func raceTakeoverExpiredKey(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	keys := []string{e.key(), e.key(), e.key()}
+	first := make([]int64, len(keys))
+	for i, k := range keys {
+		first[i] = e.mustAcquire(t, k, e.owner("expiring"), ttl, "no lock has ever held this key")
+	}
+	tl := e.startTimeline()
+	tl.until(ttl + ttl/6)
+	for i, k := range keys {
+		owner, token := e.oneWinner(t, k, fmt.Sprintf("a key whose lock expired, round %d", i+1))
+		if token <= first[i] {
+			t.Fatalf("the winner of the takeover of %s got token %d, not greater than the expired lock's %d; the contract requires tokens that grow across expiries", show(k), token, first[i])
+		}
+		e.mustBeHeld(t, k, "the takeover's winner holds it")
+		e.mustRelease(t, k, owner, "it won the takeover")
+	}
+}
+
+func raceRounds(t testing.TB, e *env) {
+	const rounds = 6
+	key := e.key()
+	var last int64
+	for round := range rounds {
+		owner, token := e.oneWinner(t, key, fmt.Sprintf("round %d of %d on one key", round+1, rounds))
+		if round > 0 && token <= last {
+			t.Fatalf("the winner of round %d on %s got token %d, not greater than the previous round's %d; the contract requires tokens that grow across releases", round+1, show(key), token, last)
+		}
+		last = token
+		e.mustBeHeld(t, key, fmt.Sprintf("the winner of round %d holds it", round+1))
+		e.mustRelease(t, key, owner, fmt.Sprintf("it won round %d", round+1))
+	}
+}
+
+func raceDistinctKeys(t testing.TB, e *env) {
+	n := 4 * e.opts.Callers
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = e.key()
+	}
+	owners := e.owners("K", n)
+	res := make([]result, n)
+	race(n, func(i int) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		res[i].token, res[i].ok, res[i].err = e.store.Acquire(ctx, keys[i], owners[i], holdTTL)
+	})
+	for i, r := range res {
+		if r.ok && r.err == nil {
+			e.cleanupRelease(t, keys[i], owners[i])
+		}
+	}
+	won := winners(t, res, fmt.Sprintf("Acquire of %d distinct free keys", n))
+	if len(won) != n {
+		t.Fatalf("only %d of %d concurrent Acquire calls on distinct free keys returned acquired; the contract requires all: a key no live lock holds must be acquired, however many other keys are being acquired at the same time", len(won), n)
+	}
+	for i, r := range res {
+		if r.token <= 0 {
+			t.Fatalf("concurrent Acquire of %s returned token %d; the contract requires a positive fencing token", show(keys[i]), r.token)
+		}
+	}
+	released := make([]result, n)
+	race(n, func(i int) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		released[i].ok, released[i].err = e.store.Release(ctx, keys[i], owners[i])
+	})
+	if won := winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
+		t.Fatalf("only %d of %d concurrent Release calls by the holders of distinct keys returned true; the contract requires all: each owner holds a live lock on its own key", len(won), n)
+	}
+}
