@@ -170,15 +170,20 @@ func (e *Election) ended(lead *Lock, cause error) {
 
 // Stop ends the candidacy: it stops campaigning and, if this instance leads,
 // steps down (releases the lease), so another candidate leads at its next
-// campaign rather than a ttl later.
+// campaign rather than a ttl later. The key is then free for a new
+// [Locks.Elect] on this instance. Do not call Stop from OnAcquired or OnLost.
 func (e *Election) Stop(ctx context.Context) error {
 	e.mu.Lock()
+	first := !e.stopped
 	e.stopped = true
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	e.mu.Unlock()
 	e.inflight.Wait()
+	if first {
+		e.locks.guards.unregisterElection(e)
+	}
 
 	e.mu.Lock()
 	lead := e.lead

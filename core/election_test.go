@@ -399,3 +399,34 @@ func TestElectBadArguments(t *testing.T) {
 		t.Fatalf("Elect after Close: %v", err)
 	}
 }
+
+func TestElectAgainAfterStop(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	store := core.NewMemoryStore(core.MemoryClock(clock))
+	l := newLocks(t, store, clock)
+	campaign := core.Campaign{OnAcquired: func(*core.Lock) error { return nil }}
+	e, err := l.Elect("feed", campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.Elect("other-feed", campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Elect("feed", campaign)
+	if err != nil {
+		t.Fatalf("Elect after Stop on the same key: %v; want the key free again", err)
+	}
+	if !again.Leader() {
+		t.Fatal("the new candidacy does not lead, though the old one stepped down")
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again.Leader() || other.Leader() {
+		t.Fatal("Close left an election leading: every candidacy must step down")
+	}
+}

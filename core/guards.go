@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -50,6 +51,15 @@ func (g *guardRegistry) register(what string, keys map[string]string, add func()
 	return nil
 }
 
+// unregisterElection frees the key of a stopped election, so that the same
+// instance may campaign for it again.
+func (g *guardRegistry) unregisterElection(e *Election) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.keys, e.key)
+	g.elections = slices.DeleteFunc(g.elections, func(x *Election) bool { return x == e })
+}
+
 // startRun counts a job run in, unless the instance is shutting down, and
 // returns the function that counts it out. cancel ends the run's context if
 // shutdown stops waiting for it.
@@ -75,7 +85,7 @@ func (g *guardRegistry) startRun(cancel context.CancelCauseFunc) (done func(), o
 func (g *guardRegistry) shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closing = true
-	jobs, elections := g.jobs, g.elections
+	jobs, elections := g.jobs, slices.Clone(g.elections) // Stop unregisters from g.elections
 	g.mu.Unlock()
 
 	done := make(chan struct{})
