@@ -38,7 +38,8 @@ func (s *Shop) ReconcileStock(ctx context.Context) error {
 // WriteStock writes counts to the stock table, fenced by token: a product
 // is written only if no run with a token as high as this one has written it
 // already, and the row keeps the token it was written with. It returns how
-// many products it wrote and how many it refused as stale.
+// many products it wrote and how many it refused as stale. Every product
+// has a row in the stock table, created with the product.
 func WriteStock(ctx context.Context, db *sql.DB, counts []StockCount, token int64) (written, stale int, err error) {
 	for _, c := range counts {
 		res, err := db.ExecContext(ctx, `

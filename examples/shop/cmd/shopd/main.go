@@ -59,6 +59,9 @@ func run(log *slog.Logger, addr string, reconcileEvery time.Duration) error {
 	if err := shop.Migrate(ctx, db); err != nil {
 		return err
 	}
+	if err := seed(ctx, db); err != nil {
+		return err
+	}
 
 	locks, err := core.New(store, core.WithLogger(log))
 	if err != nil {
@@ -182,6 +185,19 @@ func requireToken(token string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// seed gives the demo a catalog of one product and one order to invoice.
+func seed(ctx context.Context, db *sql.DB) error {
+	for _, q := range []string{
+		`INSERT INTO stock (product_id, in_stock) VALUES ('salmon-kibble', 0) ON CONFLICT (product_id) DO NOTHING`,
+		`INSERT INTO orders (id, total_cents) VALUES ('ord-1001', 2599) ON CONFLICT (id) DO NOTHING`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("seed the demo's data: %w", err)
+		}
+	}
+	return nil
 }
 
 // accounting stands in for the accounting system.
