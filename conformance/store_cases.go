@@ -338,8 +338,11 @@ func cancelledContext(t testing.TB, e *env) {
 	}
 	for _, c := range calls {
 		ok, err := c.do()
-		if err == nil {
-			t.Errorf("%s with a cancelled context returned (%v, nil); the contract requires an error: a call that could not be made is not an answer, and %s", c.name, ok, c.why)
+		switch {
+		case err == nil && ok:
+			t.Errorf("%s with a cancelled context returned (true, nil); the contract requires an error: a call whose context is cancelled cannot be made, so it must not report success", c.name)
+		case err == nil:
+			t.Errorf("%s with a cancelled context returned (false, nil); the contract requires an error: false means the store decided, and here %s", c.name, c.why)
 		}
 	}
 }
