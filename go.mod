@@ -6,6 +6,7 @@ require (
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/leasehold/leasehold/core v0.0.0
+	github.com/leasehold/leasehold/drivers/sqlitestore v0.0.0
 	github.com/leasehold/leasehold/drivers/sqlstore v0.0.0
 	modernc.org/sqlite v1.62.0
 )

@@ -2,14 +2,13 @@ package shop
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	"github.com/leasehold/leasehold/drivers/sqlitestore"
 )
 
 func TestLocksInASharedSQLiteFile(t *testing.T) {
@@ -18,19 +17,11 @@ func TestLocksInASharedSQLiteFile(t *testing.T) {
 	var exports []*core.Job
 	for _, s := range shops {
 		// Each instance opens the file on its own, as three processes would.
-		db, err := sql.Open("sqlite", "file:"+path+
-			"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+		store, err := sqlitestore.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { db.Close() })
-		store, err := sqlstore.New(db, sqlstore.SQLite)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		t.Cleanup(func() { store.Close() })
 		locks, err := core.New(store, core.WithLogger(s.Log))
 		if err != nil {
 			t.Fatal(err)

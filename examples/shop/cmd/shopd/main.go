@@ -29,6 +29,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/drivers/sqlitestore"
 	"github.com/leasehold/leasehold/drivers/sqlstore"
 	"github.com/leasehold/leasehold/examples/shop"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -128,7 +129,7 @@ func openDatabase(ctx context.Context, url string) (*sql.DB, core.LockStore, err
 	if path == "" {
 		path = "shop.db"
 	}
-	return openSQLite(ctx, path)
+	return openSQLite(path)
 }
 
 // openPostgres keeps the locks in a table of the application's PostgreSQL
@@ -152,9 +153,10 @@ func openPostgres(ctx context.Context, url string) (*sql.DB, *sqlstore.Store, er
 	return db, store, nil
 }
 
-// openSQLite keeps the shop's tables and its locks in one SQLite file.
-// Instances on one machine that open the same file share the locks.
-func openSQLite(ctx context.Context, path string) (*sql.DB, *sqlstore.Store, error) {
+// openSQLite keeps the shop's tables and its locks in one SQLite file,
+// leasehold's embedded default. Instances on one machine that open the same
+// file share the locks.
+func openSQLite(path string) (*sql.DB, *sqlitestore.Store, error) {
 	// WAL lets readers work while a writer writes; the busy timeout makes a
 	// writer wait for the file's write lock rather than fail at once.
 	db, err := sql.Open("sqlite", "file:"+path+
@@ -162,12 +164,9 @@ func openSQLite(ctx context.Context, path string) (*sql.DB, *sqlstore.Store, err
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sqlstore.New(db, sqlstore.SQLite)
+	// Creates the locks table in the shop's database if it is missing.
+	store, err := sqlitestore.New(db)
 	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	if err := store.Migrate(ctx); err != nil {
 		db.Close()
 		return nil, nil, err
 	}
