@@ -8,8 +8,10 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// Every calls fn, each time in a new goroutine, at every multiple of period
-// shifted by offset, counted on clock from midnight UTC, until ctx ends.
+// Every calls fn, each time in a new goroutine, until ctx ends, at every
+// time on clock that is offset past a multiple of period (multiples counted
+// from the zero time.Time, which for a period that divides a day means from
+// midnight UTC).
 // Every(ctx, clock, 24*time.Hour, 2*time.Hour, fn) fires at 02:00 UTC each
 // night, and Every(ctx, clock, 5*time.Minute, 0, fn) at :00, :05, :10 and so
 // on: instances whose clocks agree fire the same tick together, as cron does.
