@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/drivers/sqlitestore"
 )
 
 // The demo's schedule: fast, so that the whole story takes seconds.
@@ -94,7 +95,7 @@ type demoWrite struct {
 type demoInstance struct {
 	name  string
 	clock *pausableClock
-	store *sqliteFile
+	store *sqlitestore.Store
 	locks *core.Locks
 	job   *core.Job
 	log   *slog.Logger
@@ -107,7 +108,7 @@ type demoInstance struct {
 }
 
 func (d *demo) addInstance(name, path string, log *slog.Logger) error {
-	st, err := openSQLiteFile(path)
+	st, err := sqlitestore.Open(path)
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", name, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/drivers/sqlitestore"
 	"github.com/leasehold/leasehold/drivers/sqlstore"
 )
 
@@ -38,7 +39,11 @@ type store struct {
 // description and where it is.
 func (s *store) String() string {
 	if d, ok := s.LockStore.(fmt.Stringer); ok {
-		return d.String() + " at " + s.desc
+		if desc := d.String(); !strings.Contains(desc, strings.TrimPrefix(s.desc, "sqlite://")) {
+			return desc + " at " + s.desc
+		} else {
+			return desc
+		}
 	}
 	return s.desc
 }
@@ -134,7 +139,7 @@ func openSQLite(raw string) (*store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store %s: %w", raw, err)
 	}
-	s, err := openSQLiteFile(path)
+	s, err := sqlitestore.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", raw, err)
 	}
