@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 )
 
 // Dialect is the SQL of one database: its schema and the statements of each
@@ -352,6 +351,3 @@ type values struct {
 	token      int64
 	prefix     string
 }
-
-// oneLine squeezes a statement's whitespace, for error messages and docs.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

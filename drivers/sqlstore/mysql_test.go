@@ -133,3 +133,89 @@ func TestMySQLSessionTimeZone(t *testing.T) {
 		t.Fatalf("List from another zone = %v, %v", l, err)
 	}
 }
+
+// faulty fails the statements whose SQL contains match, while fail says so.
+type faulty struct {
+	Beginner
+	match string
+	fail  func() error
+}
+
+func (f faulty) BeginTx(ctx context.Context, opts *sql.TxOptions) (Tx, error) {
+	tx, err := f.Beginner.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return faultyTx{tx, f}, nil
+}
+
+type faultyTx struct {
+	Tx
+	f faulty
+}
+
+func (t faultyTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if strings.Contains(q, t.f.match) {
+		if err := t.f.fail(); err != nil {
+			return nil, err
+		}
+	}
+	return t.Tx.ExecContext(ctx, q, args...)
+}
+
+func (t faultyTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if strings.Contains(q, t.f.match) {
+		if err := t.f.fail(); err != nil {
+			return nil, err
+		}
+	}
+	return t.Tx.QueryContext(ctx, q, args...)
+}
+
+// A deadlock inside the acquire transaction is retried; any other failure
+// is an error, never "not acquired", and leaves the key free.
+func TestMySQLAcquireFailures(t *testing.T) {
+	db := openMySQL(t)
+	plain, _ := newStore(t, backend{dialect: MySQL, open: func(testing.TB) *sql.DB { return db }})
+	deadlock := &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	for _, tc := range []struct {
+		name, match string
+		failures    int
+		err         error
+		wantErr     bool
+	}{
+		{"deadlock on draw, retried", "LAST_INSERT_ID", 2, deadlock, false},
+		{"deadlock on lock, retried", "FOR UPDATE", 1, deadlock, false},
+		{"deadlock every time", "LAST_INSERT_ID", 100, deadlock, true},
+		{"lock wait timeout", "FOR UPDATE", 1, &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, true},
+		{"connection lost on take", "SET owner", 1, mysql.ErrInvalidConn, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n int
+			f := faulty{FromSQL(db), tc.match, func() error {
+				if n++; n <= tc.failures {
+					return tc.err
+				}
+				return nil
+			}}
+			s, err := NewFromQuerier(f, MySQL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := "fault " + tc.name
+			tok, ok, err := s.Acquire(ctxT(t), key, "o", minute)
+			if tc.wantErr {
+				if err == nil || ok {
+					t.Fatalf("Acquire = %d, %v, %v; want an error", tok, ok, err)
+				}
+				// Nothing was written: the key is free.
+				mustAcquire(t, plain, key, "other", minute)
+				return
+			}
+			if err != nil || !ok || tok <= 0 {
+				t.Fatalf("Acquire = %d, %v, %v; want it acquired after the retry", tok, ok, err)
+			}
+			wantAcquire(t, plain, key, "other", minute, false)
+		})
+	}
+}
