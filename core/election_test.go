@@ -161,7 +161,7 @@ func TestElectionOneLeaderAmongThree(t *testing.T) {
 			t.Fatalf("%s saw events %+v", cd.nd.name, evs)
 		}
 	}
-	if lines := cands[0].nd.logs.linesWith("level=INFO", `msg="leasehold: leadership acquired"`, "key=leader"); len(lines) != 1 {
+	if lines := cands[0].nd.logs.lines("level=INFO", `msg="leasehold: leadership acquired"`, "key=leader"); len(lines) != 1 {
 		t.Fatalf("leadership acquired logged %d times", len(lines))
 	}
 }
@@ -321,7 +321,7 @@ func TestElectionStepsDownWhenOnAcquiredFails(t *testing.T) {
 			if len(evs) != 1 || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), tc.want) || evs[0].Token != acq[0].Token() {
 				t.Fatalf("leadership-lost events %+v", evs)
 			}
-			if lines := cands[0].nd.logs.linesWith("level=ERROR", "leader stepping down: OnAcquired failed"); len(lines) != 1 {
+			if lines := cands[0].nd.logs.lines("level=ERROR", "leader stepping down: OnAcquired failed"); len(lines) != 1 {
 				t.Fatalf("step-down logged %d times", len(lines))
 			}
 

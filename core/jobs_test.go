@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +32,7 @@ type jobNode struct {
 	name   string
 	clock  *core.ManualClock
 	locks  *core.Locks
-	logs   *syncBuffer
+	logs   *logBuffer
 	job    *core.Job
 	paused bool
 	runs   atomic.Int64
@@ -60,7 +59,7 @@ func newJobCluster(t *testing.T, n int, opts ...core.Option) *jobCluster {
 
 func (c *jobCluster) newNode(name string, store core.LockStore, opts ...core.Option) *jobNode {
 	c.t.Helper()
-	nd := &jobNode{name: name, clock: core.NewManualClock(clusterStart), logs: &syncBuffer{}}
+	nd := &jobNode{name: name, clock: core.NewManualClock(clusterStart), logs: &logBuffer{}}
 	log := slog.New(slog.NewTextHandler(nd.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	all := append([]core.Option{core.WithClock(nd.clock), core.WithLogger(log), core.WithInstanceName(name)}, opts...)
 	l, err := core.New(store, all...)
@@ -175,36 +174,6 @@ func (c *jobCluster) expiry(key string) time.Time {
 	return time.Time{}
 }
 
-// syncBuffer is a log destination that renewals may write to concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// linesWith returns the lines that contain every one of parts.
-func (b *syncBuffer) linesWith(parts ...string) []string {
-	b.mu.Lock()
-	text := b.buf.String()
-	b.mu.Unlock()
-	var out []string
-	for line := range strings.Lines(text) {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // pollUntil waits, in real time, for cond: for something another goroutine
 // does (a Run reaching its body, Close starting to wait on its clock).
 func pollUntil(t testing.TB, what string, cond func() bool) {
@@ -303,12 +272,12 @@ func TestOnOneInstanceIsStickyAcrossManyTicks(t *testing.T) {
 		t.Fatalf("lease held by %q, want node0", got)
 	}
 	for _, nd := range c.nodes[1:] {
-		lines := nd.logs.linesWith("level=DEBUG", `msg="leasehold: job tick skipped"`, "key=report", `reason="it runs on another instance"`)
+		lines := nd.logs.lines("level=DEBUG", `msg="leasehold: job tick skipped"`, "key=report", `reason="it runs on another instance"`)
 		if len(lines) != 300 {
 			t.Fatalf("%s logged %d skip lines, want 300:\n%s", nd.name, len(lines), nd.logs.buf.String())
 		}
 	}
-	if lines := c.nodes[0].logs.linesWith("leasehold: job lease taken; this instance runs the job", "key=report"); len(lines) != 1 {
+	if lines := c.nodes[0].logs.lines("leasehold: job lease taken; this instance runs the job", "key=report"); len(lines) != 1 {
 		t.Fatalf("owner logged the lease taken %d times, want once", len(lines))
 	}
 }
@@ -394,7 +363,7 @@ func TestOnOneInstanceHandsOverAfterCleanShutdown(t *testing.T) {
 	if got := c.holderOf("report:owner"); got != "" {
 		t.Fatalf("lease still held by %q after Close", got)
 	}
-	if lines := c.nodes[0].logs.linesWith("leasehold: job lease handed back", "key=report"); len(lines) != 1 {
+	if lines := c.nodes[0].logs.lines("leasehold: job lease handed back", "key=report"); len(lines) != 1 {
 		t.Fatalf("handed-back lines: %q", lines)
 	}
 	// The very next tick, anywhere, takes the lease: no ttl to wait.
@@ -523,7 +492,7 @@ func TestWithoutOverlappingLongRunBlocksEveryoneUntilItEnds(t *testing.T) {
 		t.Fatalf("%d runs, want 1", got)
 	}
 	for _, nd := range c.nodes {
-		if n := len(nd.logs.linesWith(`msg="leasehold: job tick skipped"`, `reason="a run is still in progress"`)); n != 600 {
+		if n := len(nd.logs.lines(`msg="leasehold: job tick skipped"`, `reason="a run is still in progress"`)); n != 600 {
 			t.Fatalf("%s logged %d in-progress skips, want 600", nd.name, n)
 		}
 	}
@@ -798,7 +767,7 @@ func TestPausedOwnerLosesTheJobAndItsLateWriteIsFenced(t *testing.T) {
 			if !errors.As(err, &lost) {
 				t.Fatalf("paused Run = %v, want a *LockLostError", err)
 			}
-			if lines := a.logs.linesWith("level=WARN", "leasehold: lock lost"); len(lines) == 0 {
+			if lines := a.logs.lines("level=WARN", "leasehold: lock lost"); len(lines) == 0 {
 				t.Fatal("no lock-lost warning on node0")
 			}
 			// node0 ticks again: node1 owns the job now.
@@ -993,22 +962,22 @@ func TestFuncSwallowsSkipsLogsFailuresAndRecoversPanics(t *testing.T) {
 	if a.runs.Load() != 1 || b.runs.Load() != 0 {
 		t.Fatalf("runs: node0 %d, node1 %d", a.runs.Load(), b.runs.Load())
 	}
-	if n := len(b.logs.linesWith("level=ERROR")); n != 0 {
+	if n := len(b.logs.lines("level=ERROR")); n != 0 {
 		t.Fatalf("a skip was logged as an error: %s", b.logs.buf.String())
 	}
-	if n := len(b.logs.linesWith("level=DEBUG", "leasehold: job tick skipped")); n != 1 {
+	if n := len(b.logs.lines("level=DEBUG", "leasehold: job tick skipped")); n != 1 {
 		t.Fatalf("node1 logged %d skips, want 1", n)
 	}
 
 	mode.Store("fail")
 	fa()
-	if lines := a.logs.linesWith("level=ERROR", `msg="leasehold: job failed"`, "key=report", `err="disk full"`); len(lines) != 1 {
+	if lines := a.logs.lines("level=ERROR", `msg="leasehold: job failed"`, "key=report", `err="disk full"`); len(lines) != 1 {
 		t.Fatalf("failure not logged once: %s", a.logs.buf.String())
 	}
 
 	mode.Store("panic")
 	fa() // must not panic
-	if lines := a.logs.linesWith("level=ERROR", `msg="leasehold: job panicked"`, "key=report", `panic="nil map"`); len(lines) != 1 {
+	if lines := a.logs.lines("level=ERROR", `msg="leasehold: job panicked"`, "key=report", `panic="nil map"`); len(lines) != 1 {
 		t.Fatalf("panic not logged once: %s", a.logs.buf.String())
 	}
 	// The panicking run's lock was released: the next run is not blocked.

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 )
@@ -15,14 +14,22 @@ import (
 type ManualClock struct {
 	mu      sync.Mutex
 	now     time.Time
-	timers  timerHeap
+	timers  indexedHeap[*manualTimer]
 	seq     uint64
 	advance sync.Mutex // serialises Advance calls
 }
 
 // NewManualClock returns a manual clock that reads start until advanced.
 func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start}
+	c := &ManualClock{now: start}
+	c.timers.less = func(a, b *manualTimer) bool {
+		if a.when.Equal(b.when) {
+			return a.seq < b.seq
+		}
+		return a.when.Before(b.when)
+	}
+	c.timers.index = func(t *manualTimer) *int { return &t.index }
+	return c
 }
 
 // Now returns the clock's current time.
@@ -39,7 +46,7 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 	defer c.mu.Unlock()
 	c.seq++
 	t := &manualTimer{clock: c, when: c.now.Add(max(d, 0)), seq: c.seq, f: f, index: -1}
-	heap.Push(&c.timers, t)
+	c.timers.push(t)
 	return t
 }
 
@@ -57,12 +64,12 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 	for {
 		c.mu.Lock()
-		if len(c.timers) == 0 || c.timers[0].when.After(target) {
+		if c.timers.len() == 0 || c.timers.first().when.After(target) {
 			c.now = target
 			c.mu.Unlock()
 			return
 		}
-		t := heap.Pop(&c.timers).(*manualTimer)
+		t := c.timers.pop()
 		if t.when.After(c.now) {
 			c.now = t.when
 		}
@@ -75,7 +82,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 func (c *ManualClock) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.timers)
+	return c.timers.len()
 }
 
 type manualTimer struct {
@@ -92,33 +99,6 @@ func (t *manualTimer) Stop() bool {
 	if t.index < 0 {
 		return false
 	}
-	heap.Remove(&t.clock.timers, t.index)
+	t.clock.timers.remove(t)
 	return true
-}
-
-type timerHeap []*manualTimer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if h[i].when.Equal(h[j].when) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].when.Before(h[j].when)
-}
-func (h timerHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *timerHeap) Push(x any) {
-	t := x.(*manualTimer)
-	t.index = len(*h)
-	*h = append(*h, t)
-}
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	t.index = -1
-	*h = old[:len(old)-1]
-	return t
 }

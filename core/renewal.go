@@ -1,7 +1,6 @@
 package core
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -22,7 +21,7 @@ type scheduler struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	locks   lockHeap
+	locks   indexedHeap[*Lock]
 	timer   Timer
 	timerAt time.Time
 	stopped bool
@@ -31,6 +30,8 @@ type scheduler struct {
 
 func newScheduler(l *Locks) *scheduler {
 	s := &scheduler{l: l}
+	s.locks.less = func(a, b *Lock) bool { return a.due.Before(b.due) }
+	s.locks.index = func(lk *Lock) *int { return &lk.heapIndex }
 	s.ctx, s.cancel = context.WithCancel(l.base)
 	return s
 }
@@ -44,9 +45,9 @@ func (s *scheduler) schedule(lk *Lock, at time.Time) {
 	}
 	lk.due = at
 	if lk.heapIndex >= 0 {
-		heap.Fix(&s.locks, lk.heapIndex)
+		s.locks.fix(lk)
 	} else {
-		heap.Push(&s.locks, lk)
+		s.locks.push(lk)
 	}
 	s.arm()
 }
@@ -55,21 +56,21 @@ func (s *scheduler) remove(lk *Lock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lk.heapIndex >= 0 {
-		heap.Remove(&s.locks, lk.heapIndex)
+		s.locks.remove(lk)
 		s.arm()
 	}
 }
 
 // arm points the timer at the earliest due lock. Callers hold s.mu.
 func (s *scheduler) arm() {
-	if len(s.locks) == 0 || s.stopped {
+	if s.locks.len() == 0 || s.stopped {
 		if s.timer != nil {
 			s.timer.Stop()
 			s.timer, s.timerAt = nil, time.Time{}
 		}
 		return
 	}
-	next := s.locks[0].due
+	next := s.locks.first().due
 	if s.timer != nil && s.timerAt.Equal(next) {
 		return
 	}
@@ -90,8 +91,8 @@ func (s *scheduler) fire() {
 	s.firing.Add(1)
 	defer s.firing.Done()
 	var due []*Lock
-	for len(s.locks) > 0 && !s.locks[0].due.After(now) {
-		due = append(due, heap.Pop(&s.locks).(*Lock))
+	for s.locks.len() > 0 && !s.locks.first().due.After(now) {
+		due = append(due, s.locks.pop())
 	}
 	s.timer, s.timerAt = nil, time.Time{}
 	s.arm()
@@ -205,26 +206,4 @@ func (lk *Lock) renew(sent, deadline time.Time) {
 // deadline, without hammering a store that is down.
 func retryDelay(ttl time.Duration) time.Duration {
 	return max(ttl/10, time.Millisecond)
-}
-
-type lockHeap []*Lock
-
-func (h lockHeap) Len() int           { return len(h) }
-func (h lockHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h lockHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex, h[j].heapIndex = i, j
-}
-func (h *lockHeap) Push(x any) {
-	lk := x.(*Lock)
-	lk.heapIndex = len(*h)
-	*h = append(*h, lk)
-}
-func (h *lockHeap) Pop() any {
-	old := *h
-	lk := old[len(old)-1]
-	old[len(old)-1] = nil
-	lk.heapIndex = -1
-	*h = old[:len(old)-1]
-	return lk
 }
