@@ -27,6 +27,8 @@ type flawed struct {
 	reentrant           bool                // Acquire by the holder succeeds again
 	renewAnyOwner       bool                // Renew checks the key, not the owner
 	renewNoExtend       bool                // Renew answers true and moves nothing
+	renewTooFar         bool                // Renew takes the ttl for seconds, not milliseconds: expires late
+	releaseNoop         bool                // Release answers true and frees nothing
 	renewCreates        bool                // Renew of a free key creates a lock
 	releaseAnyOwner     bool                // Release checks the key, not the owner
 	renewIgnoresExpiry  bool                // Renew accepts an expired lock of its owner
@@ -227,7 +229,10 @@ func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration
 		if e.owner != owner && !s.renewAnyOwner {
 			continue
 		}
-		if !s.renewNoExtend {
+		switch {
+		case s.renewTooFar:
+			e.expiresAt = now.Add(s.ttl(ttl) * 1000)
+		case !s.renewNoExtend:
 			e.expiresAt = now.Add(s.ttl(ttl))
 		}
 		renewed = true
@@ -258,9 +263,11 @@ func (s *flawed) Release(ctx context.Context, key, owner string) (bool, error) {
 		if e == nil || (e.owner != owner && !s.releaseAnyOwner) {
 			continue
 		}
-		if s.perKeyCounter {
+		switch {
+		case s.releaseNoop:
+		case s.perKeyCounter:
 			delete(s.entries, k)
-		} else {
+		default:
 			e.owner = ""
 		}
 		released = true
@@ -321,65 +328,86 @@ func truncateBytes(n int) func(string) string {
 // brokenStores lists each flawed store with the cases that must fail on it:
 // catcher is the case written to catch the flaw; also are the other cases
 // it fails. Every other case must pass, so a case that fails for an
-// unrelated reason shows up here too.
+// unrelated reason shows up here too, except the cases in unsure, whose
+// outcome on that store depends on how goroutines happen to interleave.
+//
+// The instance cases run core.Locks instances on the store, so a flaw that
+// a store case catches often breaks them too: they are listed in also. The
+// read-then-write flaws are not among them: the instance cases make their
+// store calls one at a time under AdvanceTime, so the race never opens.
 var brokenStores = []struct {
 	name    string
 	flaw    func(*flawed)
 	catcher string
 	also    []string
+	unsure  []string
 }{
 	{"read-then-write acquire", func(s *flawed) { s.readThenWrite = true },
-		"race-acquire-free-key", []string{"race-takeover-expired-key", "race-rounds"}},
+		"race-acquire-free-key", []string{"race-takeover-expired-key", "race-rounds"}, nil},
 	{"read-then-write takeover of an expired lock", func(s *flawed) { s.takeoverReadWrite = true },
-		"race-takeover-expired-key", nil},
+		"race-takeover-expired-key", nil, nil},
+	// jobs-fencing renews a lease and a run lock in one firing, in two
+	// goroutines: when they collide, one renewal is refused and the
+	// instance loses its lock.
 	{"conflicts answered as not acquired", func(s *flawed) { s.contentionFalse = true },
-		"race-distinct-keys", nil},
+		"race-distinct-keys", nil, []string{"jobs-fencing"}},
 	{"re-entrant acquire", func(s *flawed) { s.reentrant = true },
-		"acquire-held-key", nil},
+		"acquire-held-key", nil, nil},
 	{"zero first token", func(s *flawed) { s.zeroToken = true },
-		"acquire-free-key", nil},
+		"acquire-free-key", nil, nil},
 	{"renew without an owner check", func(s *flawed) { s.renewAnyOwner = true },
-		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}},
+		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters",
+			"jobs-takeover-after-pause", "election-handover-after-pause"}, nil},
 	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
-		"renew-by-holder", []string{"ttl-four-weeks"}},
+		"renew-by-holder", []string{"ttl-four-weeks", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
+	// No store case renews a lock and then waits for it to expire, so only
+	// the instance cases, whose paused holders renewed before pausing,
+	// catch a renewal that lasts too long.
+	{"renew that extends too far (ttl taken for seconds)", func(s *flawed) { s.renewTooFar = true },
+		"jobs-takeover-after-pause", []string{"jobs-fencing", "election-handover-after-pause"}, nil},
 	{"renew that creates a lock", func(s *flawed) { s.renewCreates = true },
-		"renew-by-non-holder", []string{"expired-lock-old-owner"}},
+		"renew-by-non-holder", []string{"expired-lock-old-owner"}, nil},
 	{"release without an owner check", func(s *flawed) { s.releaseAnyOwner = true },
-		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}},
+		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}, nil},
+	{"release that frees nothing", func(s *flawed) { s.releaseNoop = true },
+		"release-by-holder", []string{"tokens-grow", "token-floor-after-reset", "race-rounds",
+			"jobs-no-overlap", "jobs-handover-on-close", "election-handover-on-close"}, nil},
 	{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true },
-		"expired-lock-old-owner", nil},
+		"expired-lock-old-owner", nil, nil},
 	{"expired lock still releasable", func(s *flawed) { s.releaseIgnoreExpiry = true },
-		"expired-lock-old-owner", nil},
+		"expired-lock-old-owner", nil, nil},
 	{"per-key token counter that restarts when Release deletes the record", func(s *flawed) { s.perKeyCounter = true },
-		"tokens-grow", []string{"race-rounds", "token-floor-after-reset"}},
+		"tokens-grow", []string{"race-rounds", "token-floor-after-reset", "jobs-handover-on-close", "election-handover-on-close"}, nil},
 	{"takeover of an expired lock keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true },
-		"tokens-grow", []string{"expiry-frees-key", "race-takeover-expired-key"}},
+		"tokens-grow", []string{"expiry-frees-key", "race-takeover-expired-key", "jobs-fencing", "election-handover-after-pause"}, nil},
 	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
-		"token-floor-after-reset", nil},
+		"token-floor-after-reset", nil, nil},
 	{"expiry on the client's clock", func(s *flawed) { s.clientClock = true },
-		"expiry-frees-key", []string{"renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key"}},
+		"expiry-frees-key", []string{"renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
+			"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
 	{"ttl in the wrong unit (expires early)", func(s *flawed) { s.ttlDivisor = 3 },
-		"expiry-frees-key", []string{"renew-by-holder", "renew-by-non-holder", "ttl-four-weeks"}},
+		"expiry-frees-key", []string{"renew-by-holder", "renew-by-non-holder", "ttl-four-weeks",
+			"jobs-one-instance", "jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "election-one-leader", "election-handover-on-close", "election-handover-after-pause"}, nil},
 	{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true },
-		"ttl-four-weeks", nil},
+		"ttl-four-weeks", nil, nil},
 	{"case-folding keys", func(s *flawed) { s.canon = strings.ToLower },
-		"keys-case", []string{"keys-normalisation"}},
+		"keys-case", []string{"keys-normalisation"}, nil},
 	{"trailing spaces trimmed", func(s *flawed) { s.canon = trimTrailingSpaces },
-		"keys-trailing-space", nil},
+		"keys-trailing-space", nil, nil},
 	{"keys normalised to NFC", func(s *flawed) { s.canon = nfcSome },
-		"keys-normalisation", nil},
+		"keys-normalisation", nil, nil},
 	{"accents and combining marks ignored", func(s *flawed) { s.canon = accentInsensitive },
-		"keys-normalisation", nil},
+		"keys-normalisation", nil, nil},
 	{"Latin-1 keys", func(s *flawed) { s.canon = latin1 },
-		"keys-unicode", []string{"keys-max-length", "keys-normalisation"}},
+		"keys-unicode", []string{"keys-max-length", "keys-normalisation"}, nil},
 	{"keys truncated to 255 bytes", func(s *flawed) { s.canon = truncateBytes(255) },
-		"keys-max-length", nil},
+		"keys-max-length", nil, nil},
 	{"keys matched as LIKE patterns", func(s *flawed) { s.like = true },
-		"keys-special-characters", nil},
+		"keys-special-characters", nil, nil},
 	{"false on a cancelled context", func(s *flawed) { s.falseOnCancel = true },
-		"cancelled-context", nil},
+		"cancelled-context", nil, nil},
 	{"cancelled context ignored", func(s *flawed) { s.ignoreCancel = true },
-		"cancelled-context", nil},
+		"cancelled-context", nil, nil},
 }
 
 // runAll runs every case against store on a manual clock and returns the
@@ -398,8 +426,10 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 	for _, b := range brokenStores {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			if _, ok := caseNamed(b.catcher); !ok {
-				t.Fatalf("no case is named %q", b.catcher)
+			for _, name := range append(append([]string{b.catcher}, b.also...), b.unsure...) {
+				if _, ok := caseNamed(name); !ok {
+					t.Fatalf("no case is named %q", name)
+				}
 			}
 			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
 			store := newFlawed(clock, b.flaw)
@@ -408,6 +438,8 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 			for _, c := range Cases() {
 				o := got[c.Name]
 				switch mustFail := slices.Contains(want, c.Name); {
+				case slices.Contains(b.unsure, c.Name):
+					t.Logf("%s (either outcome accepted): %v", c.Name, o)
 				case mustFail && !o.failed:
 					t.Errorf("case %s did not fail on this store (%v)", c.Name, o)
 				case !mustFail && o.failed:
@@ -440,8 +472,14 @@ func TestFlawlessPasses(t *testing.T) {
 }
 
 // TestBrokenStoresFailInRealTime checks the real-time path (AdvanceTime nil)
-// catches the expiry flaws too, with a short ttl.
+// catches the expiry flaws too, with a short ttl, and the instance cases
+// their flaws, with the instances' clocks pumped in real time.
 func TestBrokenStoresFailInRealTime(t *testing.T) {
+	// The cases mostly sleep: run them all at once, each in a goroutine of
+	// its own, as Run runs its waiting cases, rather than GOMAXPROCS at a
+	// time under t.Parallel.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, b := range []struct {
 		name    string
 		flaw    func(*flawed)
@@ -454,19 +492,31 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
 		{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true }, "ttl-four-weeks"},
 		{"read-then-write takeover", func(s *flawed) { s.takeoverReadWrite = true }, "race-takeover-expired-key"},
+		// The instance cases, with pumps moving the live instances' clocks.
+		{"renew that moves nothing, for a job", func(s *flawed) { s.renewNoExtend = true }, "jobs-one-instance"},
+		{"renew that moves nothing, for a long run", func(s *flawed) { s.renewNoExtend = true }, "jobs-no-overlap"},
+		{"renew that moves nothing, for a leader", func(s *flawed) { s.renewNoExtend = true }, "election-one-leader"},
+		{"renew that extends too far, for a job", func(s *flawed) { s.renewTooFar = true }, "jobs-takeover-after-pause"},
+		{"renew that extends too far, for a leader", func(s *flawed) { s.renewTooFar = true }, "election-handover-after-pause"},
+		{"renew without an owner check, for a job", func(s *flawed) { s.renewAnyOwner = true }, "jobs-takeover-after-pause"},
+		{"renew without an owner check, for a leader", func(s *flawed) { s.renewAnyOwner = true }, "election-handover-after-pause"},
+		{"takeover keeps its token, for a job", func(s *flawed) { s.tokenKeptOnTakeover = true }, "jobs-fencing"},
+		{"release that frees nothing, for a job", func(s *flawed) { s.releaseNoop = true }, "jobs-handover-on-close"},
+		{"release that frees nothing, for a leader", func(s *flawed) { s.releaseNoop = true }, "election-handover-on-close"},
 	} {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c, ok := caseNamed(b.catcher)
-			if !ok {
-				t.Fatalf("no case is named %q", b.catcher)
-			}
-			store := newFlawed(core.SystemClock(), b.flaw)
-			o := runRecorded(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 300 * time.Millisecond})
-			if !o.failed {
-				t.Errorf("case %s did not fail on this store in real time (%v)", c.Name, o)
-			}
-			t.Logf("%s: %v", c.Name, o)
+		wg.Go(func() {
+			t.Run(b.name, func(t *testing.T) {
+				c, ok := caseNamed(b.catcher)
+				if !ok {
+					t.Fatalf("no case is named %q", b.catcher)
+				}
+				store := newFlawed(core.SystemClock(), b.flaw)
+				o := runRecorded(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 300 * time.Millisecond})
+				if !o.failed {
+					t.Errorf("case %s did not fail on this store in real time (%v)", c.Name, o)
+				}
+				t.Logf("%s: %v", c.Name, o)
+			})
 		})
 	}
 }

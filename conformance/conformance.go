@@ -36,20 +36,24 @@ type Options struct {
 
 	// TTL is the lock ttl of the cases that test expiry. Those cases check
 	// that a lock is still held at TTL/2 and free at TTL + TTL/6, so without
-	// AdvanceTime a store call must return well within TTL/2. Default
-	// [DefaultTTL] (2.5s); a whole number of milliseconds, at least 6ms. Cases
-	// that do not test expiry hold their locks for a minute instead, so a
-	// slow store never sees them expire by accident.
+	// AdvanceTime a store call must return well within TTL/2. It is also the
+	// ttl of the jobs and elections of the "instances" group, whose
+	// instances renew every TTL/3. Default [DefaultTTL] (2.5s); a whole
+	// number of milliseconds, at least 6ms. Cases that do not test expiry
+	// hold their locks for a minute instead, so a slow store never sees them
+	// expire by accident.
 	TTL time.Duration
 
 	// AdvanceTime, if set, moves the store's clock forward by d; the kit then
 	// never sleeps. Use it with a store whose clock the test controls (a
 	// [core.MemoryStore] on a [core.ManualClock]: pass clock.Advance). When
 	// it is set, the cases run one after another, since moving a shared clock
-	// would disturb a case running beside it.
+	// would disturb a case running beside it. The instance cases move the
+	// manual clocks of their live instances by the same steps.
 	//
 	// If nil, the expiry cases wait in real time for the store's own clock
-	// to pass the ttl, and run concurrently with each other under [Run].
+	// to pass the ttl, and run concurrently with each other under [Run]; the
+	// instance cases move their live instances' clocks with real time.
 	AdvanceTime func(d time.Duration)
 
 	// ResetTokens, if set, sends the store's token source back (as a restore
@@ -117,6 +121,10 @@ type Case struct {
 	Name string
 	// Group is the family the case belongs to. "store" cases call a
 	// [core.LockStore] directly and check the rules documented on it.
+	// "instances" cases run several [core.Locks] instances on the one store,
+	// each on a [core.ManualClock] of its own so that the case can pause
+	// some, and check what a service relies on: one runner per job tick,
+	// one leader, hand-overs on shutdown and after a pause, fencing.
 	Group string
 	// Catches says in one sentence which bug in a store makes the case fail.
 	Catches string
@@ -125,19 +133,22 @@ type Case struct {
 	// such as a server reached through a connection pool; a store that
 	// serialises every call passes them trivially.
 	Concurrent bool
-	// Waits marks the cases that let a ttl pass. Without
-	// [Options.AdvanceTime] they sleep in real time, for up to
-	// TTL + TTL/6 each (concurrently with each other under [Run]).
+	// Waits marks the cases that let time pass. Without
+	// [Options.AdvanceTime] they sleep in real time (concurrently with each
+	// other under [Run]): a "store" case for up to TTL + TTL/6, an
+	// "instances" case for about 1.5 × TTL (jobs-handover-on-close for at
+	// least a second, and a failing case for up to about 2 × TTL).
 	Waits bool
 
 	run func(t testing.TB, e *env)
 }
 
 // groups lists the case groups in the order they run. Each group lives in
-// its own files (store_*.go for the "store" group); a new group adds its
-// function here.
+// its own files (store_*.go for the "store" group, instance_*.go for the
+// "instances" group); a new group adds its function here.
 var groups = []func() []Case{
 	storeCases,
+	instanceCases,
 }
 
 // Cases returns every case of the kit, in the order [Run] and [Specs] run
@@ -161,9 +172,9 @@ func Cases() []Case {
 //		conformance.Run(t, func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
 //	}
 //
-// Without opts.AdvanceTime, the cases that wait for a ttl to pass run
-// concurrently with each other, after the others, so the whole kit takes a
-// little more than TTL + TTL/6 beyond the time of its calls. With
+// Without opts.AdvanceTime, the cases that let time pass run concurrently
+// with each other, after the others, so the whole kit takes about
+// 1.5 × TTL (and at least a second) beyond the time of its calls. With
 // AdvanceTime, every case runs in turn and none sleeps.
 func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options) {
 	t.Helper()
@@ -206,8 +217,9 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 //
 // Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Specs run one after
 // another unless Ginkgo runs the suite in parallel processes (ginkgo -p);
-// without opts.AdvanceTime, each case marked [Case.Waits] sleeps up to
-// TTL + TTL/6, so a short TTL or AdvanceTime keeps the suite quick.
+// without opts.AdvanceTime, each case marked [Case.Waits] sleeps for up to
+// TTL + TTL/6 (about 1.5 × TTL for the instance cases), so a short TTL or
+// AdvanceTime keeps the suite quick.
 func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
 	for _, c := range Cases() {
 		ginkgo.It(c.Name, func() {

@@ -18,11 +18,27 @@ func TestMemoryStore(t *testing.T) {
 		AdvanceTime: clock.Advance,
 		ResetTokens: func(context.Context) error { store.ResetTokens(); return nil },
 	})
+	noLocksLeft(t, store)
+}
+
+// noLocksLeft checks that the kit handed back every lock it took: the store
+// cases release theirs, and the instance cases close their instances, which
+// hands back leases, run locks and leaderships.
+func noLocksLeft(t *testing.T, store *core.MemoryStore) {
+	t.Helper()
+	live, err := store.List(context.Background(), conformance.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range live {
+		t.Errorf("the kit left a live lock on %q (owner %q, expires in %v)", l.Key, l.Owner, l.ExpiresIn)
+	}
 }
 
 // TestMemoryStoreRealTime runs the whole kit through Run against
 // core.MemoryStore on the system clock: the expiry cases wait in real time,
-// in parallel, while ResetTokens resets the shared store under them.
+// in parallel, while ResetTokens resets the shared store under them; the
+// instance cases move their instances' clocks with real time.
 func TestMemoryStoreRealTime(t *testing.T) {
 	store := core.NewMemoryStore()
 	start := time.Now()
@@ -35,6 +51,7 @@ func TestMemoryStoreRealTime(t *testing.T) {
 		TTL:         time.Second,
 		ResetTokens: func(context.Context) error { store.ResetTokens(); return nil },
 	})
+	noLocksLeft(t, store)
 }
 
 // TestMemoryStoreOnePerCase gives every case a store of its own, as a driver

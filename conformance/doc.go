@@ -16,6 +16,14 @@
 //		conformance.Specs(newStore, conformance.Options{})
 //	})
 //
+// The cases come in two groups. The "store" cases call the store directly.
+// The "instances" cases run three [core.Locks] instances on the one store,
+// each on a [core.ManualClock] of its own, so that a case can pause one (its
+// clock stops, as a process stopped by a long garbage collection does) while
+// the store's own clock decides expiry; they check jobs (one instance per
+// tick, no overlapping runs, hand-over on Close and after a pause, fencing)
+// and elections (one leader, hand-over on Close and after a pause).
+//
 // Each case is a function of a testing.TB; [Cases] lists them, each with a
 // sentence saying which bug it catches. A failure message says what the store
 // answered and what the contract requires. Every case uses fresh random keys
@@ -24,8 +32,8 @@
 //
 // The race cases ([Case.Concurrent]) only mean something against a store whose
 // calls overlap, such as a real server reached through a connection pool.
-// The expiry cases ([Case.Waits]) sleep in real time unless
-// [Options.AdvanceTime] moves the store's clock.
+// The expiry cases and the instance cases ([Case.Waits]) sleep in real time
+// unless [Options.AdvanceTime] moves the store's clock.
 //
 // docs/conformance.md in the leasehold repository describes how to run the
 // kit in CI.

@@ -33,7 +33,10 @@ func caseList() string {
 		if c.Concurrent {
 			notes = append(notes, "race: meaningful only on a store whose calls overlap")
 		}
-		if c.Waits {
+		switch {
+		case c.Waits && c.Group == "instances":
+			notes = append(notes, "waits: runs in real time without AdvanceTime, see Timing")
+		case c.Waits:
 			notes = append(notes, "waits: sleeps up to TTL + TTL/6 without AdvanceTime")
 		}
 		if len(notes) > 0 {
