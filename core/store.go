@@ -40,7 +40,8 @@ import (
 //   - Exact keys. Keys are strings of up to [MaxKeyLength] characters, any
 //     Unicode, compared byte for byte: no case folding, no trailing-space
 //     padding, no normalisation. Two keys that a store folds together are one
-//     lock held by two unrelated jobs.
+//     lock held by two unrelated jobs. Owner ids are kept exactly too; they
+//     are valid UTF-8 of at most 227 bytes (see [WithInstanceName]).
 //   - Errors are errors. A failed call (cancelled context, lost connection)
 //     returns an error, never a false answer: false means the store decided.
 //
