@@ -28,6 +28,7 @@ type flawed struct {
 	renewAnyOwner       bool                // Renew checks the key, not the owner
 	renewNoExtend       bool                // Renew answers true and moves nothing
 	renewTooFar         bool                // Renew takes the ttl for seconds, not milliseconds: expires late
+	renewFromOldExpiry  bool                // Renew adds the ttl to the old expiry, not to now: expires late
 	releaseNoop         bool                // Release answers true and frees nothing
 	renewCreates        bool                // Renew of a free key creates a lock
 	releaseAnyOwner     bool                // Release checks the key, not the owner
@@ -232,6 +233,8 @@ func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration
 		switch {
 		case s.renewTooFar:
 			e.expiresAt = now.Add(s.ttl(ttl) * 1000)
+		case s.renewFromOldExpiry:
+			e.expiresAt = e.expiresAt.Add(s.ttl(ttl))
 		case !s.renewNoExtend:
 			e.expiresAt = now.Add(s.ttl(ttl))
 		}
@@ -359,12 +362,19 @@ var brokenStores = []struct {
 		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters",
 			"jobs-takeover-after-pause", "election-handover-after-pause"}, nil},
 	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
-		"renew-by-holder", []string{"ttl-four-weeks", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
-	// No store case renews a lock and then waits for it to expire, so only
-	// the instance cases, whose paused holders renewed before pausing,
-	// catch a renewal that lasts too long.
+		"renew-by-holder", []string{"renew-then-expire", "ttl-four-weeks", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
+	// Of the store cases, only renew-then-expire waits for a renewed lock to
+	// expire, so only it catches a renewal that lasts too long; the instance
+	// cases whose holders renew and then pause catch it too.
 	{"renew that extends too far (ttl taken for seconds)", func(s *flawed) { s.renewTooFar = true },
-		"jobs-takeover-after-pause", []string{"jobs-fencing", "election-handover-after-pause"}, nil},
+		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
+	// A job's lease and run lock are renewed several times before their
+	// owner pauses, each renewal adding a ttl, so the paused job is never
+	// taken over in time. The leader of election-handover-after-pause
+	// renews once before it pauses: its lease lasts until 2 × TTL after it
+	// was taken, the very end of the time that case allows for a takeover.
+	{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true },
+		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing"}, nil},
 	{"renew that creates a lock", func(s *flawed) { s.renewCreates = true },
 		"renew-by-non-holder", []string{"expired-lock-old-owner"}, nil},
 	{"release without an owner check", func(s *flawed) { s.releaseAnyOwner = true },
@@ -383,10 +393,10 @@ var brokenStores = []struct {
 	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
 		"token-floor-after-reset", nil, nil},
 	{"expiry on the client's clock", func(s *flawed) { s.clientClock = true },
-		"expiry-frees-key", []string{"renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
+		"expiry-frees-key", []string{"renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
 			"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
 	{"ttl in the wrong unit (expires early)", func(s *flawed) { s.ttlDivisor = 3 },
-		"expiry-frees-key", []string{"renew-by-holder", "renew-by-non-holder", "ttl-four-weeks",
+		"expiry-frees-key", []string{"renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
 			"jobs-one-instance", "jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "election-one-leader", "election-handover-on-close", "election-handover-after-pause"}, nil},
 	{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true },
 		"ttl-four-weeks", nil, nil},
@@ -488,6 +498,8 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"never expires", func(s *flawed) { s.clock = frozenClock{} }, "expiry-frees-key"},
 		{"expires early", func(s *flawed) { s.ttlDivisor = 3 }, "expiry-frees-key"},
 		{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true }, "renew-by-holder"},
+		{"renew that extends too far", func(s *flawed) { s.renewTooFar = true }, "renew-then-expire"},
+		{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true }, "renew-then-expire"},
 		{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true }, "expired-lock-old-owner"},
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
 		{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true }, "ttl-four-weeks"},

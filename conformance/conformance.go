@@ -35,13 +35,15 @@ type Options struct {
 	Callers int
 
 	// TTL is the lock ttl of the cases that test expiry. Those cases check
-	// that a lock is still held at TTL/2 and free at TTL + TTL/6, so without
-	// AdvanceTime a store call must return well within TTL/2. It is also the
-	// ttl of the jobs and elections of the "instances" group, whose
-	// instances renew every TTL/3. Default [DefaultTTL] (2.5s); a whole
-	// number of milliseconds, at least 6ms. Cases that do not test expiry
-	// hold their locks for a minute instead, so a slow store never sees them
-	// expire by accident.
+	// that a lock is still held at TTL/2 and free at TTL + TTL/6 (and
+	// renew-then-expire, which renews at TTL/2, that it is held at
+	// TTL + TTL/6 and free at TTL/2 + TTL + TTL/6), so without AdvanceTime a
+	// store call must return well within TTL/3. It is also the ttl of the
+	// jobs and elections of the "instances" group, whose instances renew
+	// every TTL/3. Default [DefaultTTL] (2.5s); a whole number of
+	// milliseconds, at least 6ms. Cases that do not test expiry hold their
+	// locks for a minute instead, so a slow store never sees them expire by
+	// accident.
 	TTL time.Duration
 
 	// AdvanceTime, if set, moves the store's clock forward by d; the kit then
@@ -135,7 +137,8 @@ type Case struct {
 	Concurrent bool
 	// Waits marks the cases that let time pass. Without
 	// [Options.AdvanceTime] they sleep in real time (concurrently with each
-	// other under [Run]): a "store" case for up to TTL + TTL/6, an
+	// other under [Run]): a "store" case for up to TTL + TTL/6
+	// (renew-then-expire for TTL/2 + TTL + TTL/6, about 1.7 × TTL), an
 	// "instances" case for about 1.5 × TTL (jobs-handover-on-close for at
 	// least a second, and a failing case for up to about 2 × TTL).
 	Waits bool
@@ -174,8 +177,9 @@ func Cases() []Case {
 //
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
-// 1.5 × TTL (and at least a second) beyond the time of its calls. With
-// AdvanceTime, every case runs in turn and none sleeps.
+// 1.7 × TTL (the TTL/2 + TTL + TTL/6 of renew-then-expire, and at least a
+// second) beyond the time of its calls. With AdvanceTime, every case runs
+// in turn and none sleeps.
 func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options) {
 	t.Helper()
 	o, err := opts.withDefaults()
@@ -218,8 +222,9 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 // Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Specs run one after
 // another unless Ginkgo runs the suite in parallel processes (ginkgo -p);
 // without opts.AdvanceTime, each case marked [Case.Waits] sleeps for up to
-// TTL + TTL/6 (about 1.5 × TTL for the instance cases), so a short TTL or
-// AdvanceTime keeps the suite quick.
+// TTL + TTL/6 (TTL/2 + TTL + TTL/6 for renew-then-expire, about 1.5 × TTL
+// for the instance cases), so a short TTL or AdvanceTime keeps the suite
+// quick.
 func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
 	for _, c := range Cases() {
 		ginkgo.It(c.Name, func() {

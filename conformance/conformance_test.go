@@ -43,8 +43,9 @@ func TestMemoryStoreRealTime(t *testing.T) {
 	store := core.NewMemoryStore()
 	start := time.Now()
 	t.Cleanup(func() {
-		// The waiting cases run in parallel: the kit should take about one
-		// TTL + TTL/6, not the sum of them.
+		// The waiting cases run in parallel: the kit should take about the
+		// longest of them (renew-then-expire's TTL/2 + TTL + TTL/6), not the
+		// sum of them.
 		t.Logf("the kit took %v in real time", time.Since(start).Round(time.Millisecond))
 	})
 	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{

@@ -189,6 +189,15 @@ func (tl *timeline) until(d time.Duration) {
 	}
 }
 
+// elapsed returns how much time has passed since the timeline started: how
+// far the case has moved the store's clock, or the real time since.
+func (tl *timeline) elapsed() time.Duration {
+	if tl.advance != nil {
+		return tl.moved
+	}
+	return time.Since(tl.start)
+}
+
 // race runs f(0) … f(n-1) in n goroutines released together once all of them
 // have started, and returns when all have returned. f must not call t.
 func race(n int, f func(i int)) {

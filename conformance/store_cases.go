@@ -28,6 +28,12 @@ func storeCases() []Case {
 			run:     renewByHolder,
 		},
 		{
+			Name:    "renew-then-expire",
+			Catches: "a Renew that moves the expiry further than ttl from now (for example ttl added to the old expiry, or read in a larger unit), so that a holder that stops renewing keeps its lock too long.",
+			Waits:   true,
+			run:     renewThenExpire,
+		},
+		{
 			Name:    "renew-by-non-holder",
 			Catches: "a Renew that does not check the owner, or that creates a lock on a free key, letting a stranger extend or take a lock.",
 			Waits:   true,
@@ -121,6 +127,27 @@ func renewByHolder(t testing.TB, e *env) {
 	tl.until(ttl + ttl/6)
 	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, ttl/2, ttl))
 	e.mustRelease(t, key, a, "the renewed lock is still live")
+}
+
+// renewThenExpire renews a lock once, at TTL/2, and checks that it outlives
+// its original expiry and is gone a sixth of a ttl after the new one. The
+// new expiry is counted from when the Renew call returned: the store moved
+// the expiry to ttl from a moment no later than that.
+func renewThenExpire(t testing.TB, e *env) {
+	ttl := e.opts.TTL
+	key, a := e.key(), e.owner("A")
+	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	tl := e.startTimeline()
+	tl.until(ttl / 2)
+	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", ttl/2, ttl))
+	renewed := tl.elapsed()
+	at := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	tl.until(ttl + ttl/6)
+	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired %v ago with a ttl of %v, so its original expiry has passed, but its owner renewed it for %v, %v after acquiring it, and the store answered true, so it must be held until %v after the acquisition: Renew moves the expiry to ttl from now",
+		at(ttl+ttl/6), ttl, ttl, at(renewed), at(renewed+ttl)))
+	tl.until(renewed + ttl + ttl/6)
+	e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired %v ago with a ttl of %v and renewed once, for %v, %v after the acquisition, so it expired %v after the acquisition at the latest, %v ago: Renew moves the expiry to ttl from now, not further (not ttl past the old expiry, which would keep it until about %v after the acquisition, nor a ttl read in a larger unit)",
+		at(renewed+ttl+ttl/6), ttl, ttl, at(renewed), at(renewed+ttl), at(ttl/6), at(2*ttl)))
 }
 
 func renewByNonHolder(t testing.TB, e *env) {
