@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 				// SQLite runs one writer at a time, and modernc's SQLite is
 				// several times slower under the race detector: a call queued
 				// behind 31 others can take over a second, and the expiry
-				// cases need calls well within TTL/2.
+				// cases need calls well within TTL/3.
 				opts.TTL = 6 * time.Second
 			}
 			conformance.Run(t, func(testing.TB) core.LockStore { return s }, opts)
