@@ -37,6 +37,7 @@ const (
 	LostDeadline
 )
 
+// String describes the reason in words, for logs and error messages.
 func (r LossReason) String() string {
 	switch r {
 	case LostRefused:
@@ -58,6 +59,7 @@ type LockLostError struct {
 	Err error
 }
 
+// Error says which lock was lost, with which token, and how.
 func (e *LockLostError) Error() string {
 	msg := fmt.Sprintf("leasehold: lock %q (token %d) lost: %s", e.Key, e.Token, e.Reason)
 	if e.Err != nil {
@@ -66,6 +68,7 @@ func (e *LockLostError) Error() string {
 	return msg
 }
 
+// Unwrap returns the last store error seen while renewing, if any.
 func (e *LockLostError) Unwrap() error { return e.Err }
 
 // StoreContractError reports an answer from a [LockStore] that breaks the
@@ -78,6 +81,7 @@ type StoreContractError struct {
 	Rule string
 }
 
+// Error names the key, the token and the broken rule.
 func (e *StoreContractError) Error() string {
 	return fmt.Sprintf("leasehold: store broke the contract for key %q (token %d): %s", e.Key, e.Token, e.Rule)
 }

@@ -20,6 +20,7 @@ const (
 	EventLeadershipLost
 )
 
+// String returns the event's name, such as "lock-lost".
 func (t EventType) String() string {
 	switch t {
 	case EventLockLost:

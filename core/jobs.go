@@ -27,6 +27,7 @@ const (
 	SkipShuttingDown
 )
 
+// String says why the tick was skipped, as the debug log does.
 func (r SkipReason) String() string {
 	switch r {
 	case SkipOtherInstance:
@@ -45,6 +46,7 @@ type SkippedError struct {
 	Reason SkipReason
 }
 
+// Error names the job and why its tick was skipped.
 func (e *SkippedError) Error() string {
 	return fmt.Sprintf("leasehold: job %q skipped: %s", e.Key, e.Reason)
 }
