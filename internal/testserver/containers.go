@@ -13,12 +13,22 @@ import (
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
 )
 
-// Images started when no environment variable names a server.
+// Images started when no environment variable names a server. CI's version
+// matrix picks others with LEASEHOLD_TEST_POSTGRES_IMAGE,
+// LEASEHOLD_TEST_MYSQL_IMAGE and LEASEHOLD_TEST_REDIS_IMAGE.
 const (
 	PostgresImage = "postgres:16-alpine"
 	MySQLImage    = "mysql:8.4"
 	RedisImage    = "redis:7-alpine"
 )
+
+// image returns the image named by the variable env, else def.
+func image(env, def string) string {
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
 
 // container is one server container, started at most once per process.
 type container struct {
@@ -74,7 +84,7 @@ func fromContainer(t testing.TB, c *container, kind, env string, start func(cont
 }
 
 func startPostgres(ctx context.Context) (testcontainers.Container, string, error) {
-	ctr, err := tcpostgres.Run(ctx, PostgresImage,
+	ctr, err := tcpostgres.Run(ctx, image("LEASEHOLD_TEST_POSTGRES_IMAGE", PostgresImage),
 		tcpostgres.WithDatabase("test"),
 		tcpostgres.WithUsername("postgres"),
 		tcpostgres.WithPassword("postgres"),
@@ -88,7 +98,7 @@ func startPostgres(ctx context.Context) (testcontainers.Container, string, error
 }
 
 func startMySQL(ctx context.Context) (testcontainers.Container, string, error) {
-	ctr, err := tcmysql.Run(ctx, MySQLImage,
+	ctr, err := tcmysql.Run(ctx, image("LEASEHOLD_TEST_MYSQL_IMAGE", MySQLImage),
 		tcmysql.WithDatabase("test"),
 		tcmysql.WithUsername("root"),
 		tcmysql.WithPassword("test"),
@@ -101,7 +111,7 @@ func startMySQL(ctx context.Context) (testcontainers.Container, string, error) {
 }
 
 func startRedis(ctx context.Context) (testcontainers.Container, string, error) {
-	ctr, err := tcredis.Run(ctx, RedisImage)
+	ctr, err := tcredis.Run(ctx, image("LEASEHOLD_TEST_REDIS_IMAGE", RedisImage))
 	if err != nil {
 		return containerOrNil(ctr), "", err
 	}
