@@ -139,7 +139,8 @@ func (e *Election) callAcquired(lead *Lock) (err error) {
 			err = fmt.Errorf("leasehold: OnAcquired panicked: %v", r)
 		}
 	}()
-	return e.campaign.OnAcquired(lead)
+	e.locks.callback(func() { err = e.campaign.OnAcquired(lead) })
+	return err
 }
 
 // ended reports the end of a leadership.
@@ -164,14 +165,16 @@ func (e *Election) ended(lead *Lock, cause error) {
 				l.log.Error("leasehold: OnLost panicked", "key", e.key, "panic", r)
 			}
 		}()
-		e.campaign.OnLost(reason)
+		l.callback(func() { e.campaign.OnLost(reason) })
 	}
 }
 
 // Stop ends the candidacy: it stops campaigning and, if this instance leads,
 // steps down (releases the lease), so another candidate leads at its next
 // campaign rather than a ttl later. The key is then free for a new
-// [Locks.Elect] on this instance. Do not call Stop from OnAcquired or OnLost.
+// [Locks.Elect] on this instance. Stop (and [Locks.Close]) may be called
+// from OnAcquired or OnLost; it then does not wait for the campaign or
+// renewal that is running the callback.
 func (e *Election) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	first := !e.stopped
@@ -180,7 +183,9 @@ func (e *Election) Stop(ctx context.Context) error {
 		e.timer.Stop()
 	}
 	e.mu.Unlock()
-	e.inflight.Wait()
+	if e.locks.inCallback.Load() == 0 { // a callback may be running inside the campaign
+		e.inflight.Wait()
+	}
 	if first {
 		e.locks.guards.unregisterElection(e)
 	}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -37,6 +38,8 @@ type Locks struct {
 	held   map[*Lock]struct{}
 	tokens map[string]int64 // highest token seen per key, to catch a broken store
 	guards guardRegistry    // jobs and elections, shut down first by Close
+
+	inCallback atomic.Int32 // user callbacks running now, see callback
 }
 
 // New returns a Locks instance on store. It logs, once, which store it uses.
@@ -291,7 +294,17 @@ func (l *Locks) emit(ev Event) {
 			l.log.Error("leasehold: event handler panicked", "event", ev.Type.String(), "panic", r)
 		}
 	}()
-	l.onEvent(ev)
+	l.callback(func() { l.onEvent(ev) })
+}
+
+// callback runs user code (an event handler, an election callback) while
+// counting it, so that a Close or Election.Stop called from inside it does
+// not wait for the firing or campaign that is running it, which would
+// never end.
+func (l *Locks) callback(fn func()) {
+	l.inCallback.Add(1)
+	defer l.inCallback.Add(-1)
+	fn()
 }
 
 // newOwner returns a fresh owner id: the instance name, for operators, and

@@ -113,14 +113,17 @@ func (s *scheduler) fire() {
 	})
 }
 
-// stop cancels the timer and waits for a firing in progress.
+// stop cancels the timer and waits for a firing in progress, unless it is
+// called from a callback, which may be running inside that firing.
 func (s *scheduler) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	s.arm()
 	s.mu.Unlock()
 	s.cancel()
-	s.firing.Wait()
+	if s.l.inCallback.Load() == 0 {
+		s.firing.Wait()
+	}
 }
 
 // maxConcurrentRenewals bounds the store calls one firing makes at once, so
