@@ -199,6 +199,18 @@ func (s *flawed) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	return token, true, nil
 }
 
+// held returns k's entry if an owner holds it: only a live one, or with
+// ignoreExpiry an expired one too.
+func (s *flawed) held(k string, now time.Time, ignoreExpiry bool) *entry {
+	if !ignoreExpiry {
+		return s.live(k, now)
+	}
+	if e := s.entries[k]; e != nil && e.owner != "" {
+		return e
+	}
+	return nil
+}
+
 func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return false, err
@@ -211,14 +223,7 @@ func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration
 	now := s.now()
 	renewed := false
 	for _, k := range s.matching(key) {
-		e := s.entries[k]
-		if s.renewIgnoresExpiry {
-			if e == nil || e.owner == "" {
-				e = nil
-			}
-		} else {
-			e = s.live(k, now)
-		}
+		e := s.held(k, now, s.renewIgnoresExpiry)
 		if e == nil {
 			if s.renewCreates && k == key {
 				s.next++
@@ -255,14 +260,7 @@ func (s *flawed) Release(ctx context.Context, key, owner string) (bool, error) {
 	now := s.now()
 	released := false
 	for _, k := range s.matching(key) {
-		e := s.entries[k]
-		if s.releaseIgnoreExpiry {
-			if e == nil || e.owner == "" {
-				e = nil
-			}
-		} else {
-			e = s.live(k, now)
-		}
+		e := s.held(k, now, s.releaseIgnoreExpiry)
 		if e == nil || (e.owner != owner && !s.releaseAnyOwner) {
 			continue
 		}

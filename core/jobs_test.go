@@ -610,21 +610,28 @@ func TestLockFromContextInsideRuns(t *testing.T) {
 		}
 	}
 
+	// fiveRuns runs five ticks of a job "sync" on one of two instances and
+	// returns what each run saw.
+	fiveRuns := func(t *testing.T, opts ...core.JobOption) []seen {
+		c := newJobCluster(t, 2)
+		var got []seen
+		c.addJob(record(&got), append(opts, core.JobKey("sync"), core.JobTTL(jobTTL))...)
+		for range 5 {
+			c.tick(0)
+			c.advance(tickGap)
+		}
+		if len(got) != 5 {
+			t.Fatalf("%d runs, want 5", len(got))
+		}
+		return got
+	}
+
 	t.Run("WithoutOverlapping: the run lock, a new token every run", func(t *testing.T) {
 		for _, opts := range [][]core.JobOption{
 			{core.WithoutOverlapping()},
 			{core.WithoutOverlapping(), core.OnOneInstance()},
 		} {
-			c := newJobCluster(t, 2)
-			var got []seen
-			c.addJob(record(&got), append(opts, core.JobKey("sync"), core.JobTTL(jobTTL))...)
-			for range 5 {
-				c.tick(0)
-				c.advance(tickGap)
-			}
-			if len(got) != 5 {
-				t.Fatalf("%d runs, want 5", len(got))
-			}
+			got := fiveRuns(t, opts...)
 			for i, s := range got {
 				if s.key != "sync" || !s.held {
 					t.Fatalf("run %d: lock %+v, want the held run lock \"sync\"", i, s)
@@ -637,16 +644,7 @@ func TestLockFromContextInsideRuns(t *testing.T) {
 	})
 
 	t.Run("OnOneInstance only: the lease", func(t *testing.T) {
-		c := newJobCluster(t, 2)
-		var got []seen
-		c.addJob(record(&got), core.OnOneInstance(), core.JobKey("sync"), core.JobTTL(jobTTL))
-		for range 5 {
-			c.tick(0)
-			c.advance(tickGap)
-		}
-		if len(got) != 5 {
-			t.Fatalf("%d runs, want 5", len(got))
-		}
+		got := fiveRuns(t, core.OnOneInstance())
 		for i, s := range got {
 			if s.key != "sync:owner" || !s.held || s.token != got[0].token || s.token <= 0 {
 				t.Fatalf("run %d: lock %+v, want the lease \"sync:owner\" with one token", i, s)
