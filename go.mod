@@ -6,8 +6,8 @@ require (
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/leasehold/leasehold/core v0.0.0
-	github.com/leasehold/leasehold/drivers/sqlitestore v0.0.0
-	github.com/leasehold/leasehold/drivers/sqlstore v0.0.0
+	github.com/leasehold/leasehold/drivers/sqlite v0.0.0
+	github.com/leasehold/leasehold/drivers/sql v0.0.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -32,7 +32,7 @@ require (
 replace (
 	github.com/leasehold/leasehold/conformance => ./conformance
 	github.com/leasehold/leasehold/core => ./core
-	github.com/leasehold/leasehold/drivers/sqlitestore => ./drivers/sqlitestore
-	github.com/leasehold/leasehold/drivers/sqlstore => ./drivers/sqlstore
+	github.com/leasehold/leasehold/drivers/sqlite => ./drivers/sqlite
+	github.com/leasehold/leasehold/drivers/sql => ./drivers/sql
 	github.com/leasehold/leasehold/internal/testserver => ./internal/testserver
 )

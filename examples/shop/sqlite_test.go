@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 )
 
 func TestLocksInASharedSQLiteFile(t *testing.T) {

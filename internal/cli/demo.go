@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 )
 
 // The demo's schedule: fast, so that the whole story takes seconds.

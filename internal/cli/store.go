@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 )
 
 // storeEnv names the environment variable that gives the store when --store

@@ -29,8 +29,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 	"github.com/leasehold/leasehold/examples/shop"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )

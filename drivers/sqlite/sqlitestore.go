@@ -2,6 +2,13 @@
 // file, through a pure-Go driver (modernc.org/sqlite, no cgo), with the
 // SQLite dialect of [sqlstore].
 //
+// Import it as
+//
+//	import sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
+//
+// The package is named sqlitestore, not sqlite, so that it never clashes
+// with the SQLite driver package the same program may import.
+//
 // [Open] a file and every process on the host that opens the same file
 // shares its locks: the file is in WAL mode, with a busy timeout, so a
 // process waits while another writes. SQLite's locking needs one host and a
@@ -24,7 +31,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers "sqlite" with database/sql
 
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
 
 // BusyTimeout is how long a statement of a Store from [Open] waits for

@@ -1,6 +1,13 @@
 // Package sqlstore keeps leasehold's locks in a table of the application's
 // own SQL database: PostgreSQL, MySQL 8 / MariaDB 10.6+, or SQLite 3.35+.
 //
+// Import it as
+//
+//	import sqlstore "github.com/leasehold/leasehold/drivers/sql"
+//
+// The package is named sqlstore, not sql, so that it never clashes with
+// database/sql, which the same file usually imports.
+//
 // A [Store] is a [core.LockStore] (and a [core.Lister]) over a *sql.DB ([New])
 // or over any handle that can run statements ([NewFromQuerier]), such as an
 // ORM's connection pool. A [Dialect] holds each database's SQL; the Store
@@ -25,5 +32,5 @@
 // MySQL, the BINARY collation on SQLite.
 //
 // The embedded default, SQLite in a file through a pure-Go driver, is
-// github.com/leasehold/leasehold/drivers/sqlitestore.
+// github.com/leasehold/leasehold/drivers/sqlite (package sqlitestore).
 package sqlstore

@@ -11,7 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
 
 // A store over SQLite (here in memory; see the sqlitestore package for the

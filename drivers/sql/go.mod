@@ -1,4 +1,4 @@
-module github.com/leasehold/leasehold/drivers/sqlstore
+module github.com/leasehold/leasehold/drivers/sql
 
 go 1.26.0
 

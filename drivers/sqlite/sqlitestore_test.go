@@ -16,7 +16,7 @@ import (
 
 	"github.com/leasehold/leasehold/conformance"
 	"github.com/leasehold/leasehold/core"
-	"github.com/leasehold/leasehold/drivers/sqlstore"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
 
 var _ core.LockStore = (*Store)(nil)

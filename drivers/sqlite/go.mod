@@ -1,18 +1,18 @@
-module github.com/leasehold/leasehold/drivers/sqlitestore
+module github.com/leasehold/leasehold/drivers/sqlite
 
 go 1.26.0
 
 replace (
 	github.com/leasehold/leasehold/conformance => ../../conformance
 	github.com/leasehold/leasehold/core => ../../core
-	github.com/leasehold/leasehold/drivers/sqlstore => ../sqlstore
+	github.com/leasehold/leasehold/drivers/sql => ../sql
 	github.com/leasehold/leasehold/internal/testserver => ../../internal/testserver
 )
 
 require (
 	github.com/leasehold/leasehold/conformance v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
-	github.com/leasehold/leasehold/drivers/sqlstore v0.0.0
+	github.com/leasehold/leasehold/drivers/sql v0.0.0
 	modernc.org/sqlite v1.62.0
 )
 

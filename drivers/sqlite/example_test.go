@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/leasehold/leasehold/drivers/sqlitestore"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 )
 
 // Every process on the host that opens the same file shares its locks.
