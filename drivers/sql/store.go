@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -10,15 +9,23 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// Store is a [core.LockStore] and [core.Lister] over a SQL database. Its
-// methods are safe for concurrent use, and several Stores (in one process
-// or many) may share one table.
+// Store is a [core.LockStore] and [core.Lister] over a SQL database: the
+// SQL engine that every SQL driver of leasehold shares. Its methods are
+// safe for concurrent use, and several Stores (in one process or many, over
+// any client) may share one table.
+//
+// Errors carry one prefix, the store's name ("sqlstore" unless a driver
+// says otherwise with [WithName]); [core.Locks] adds the operation and the
+// key. An operation on a database without the table matches
+// [ErrNotMigrated].
 type Store struct {
-	q     Querier
-	b     Beginner // q as a Beginner, or nil
-	d     Dialect
-	table string
-	st    statements
+	exec      Executor
+	tx        Transactor // exec as a Transactor, or nil
+	retryable func(error) bool
+	d         Dialect
+	table     string
+	name      string
+	st        statements
 }
 
 var (
@@ -30,7 +37,9 @@ var (
 type Option func(*options)
 
 type options struct {
-	table string
+	table       string
+	placeholder Placeholder
+	name        string
 }
 
 // WithTable sets the name of the locks table (default [DefaultTable]). The
@@ -40,80 +49,107 @@ type options struct {
 // name must be a plain identifier of at most 48 characters.
 func WithTable(name string) Option { return func(o *options) { o.table = name } }
 
-// New returns a Store over db in dialect d. It does not touch the database:
-// call [Store.Migrate] (or run [SchemaSQL] yourself) before the first lock.
-func New(db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
-	if db == nil {
-		return nil, fmt.Errorf("sqlstore: nil *sql.DB: %w", core.ErrInvalidArgument)
-	}
-	return NewFromQuerier(FromSQL(db), d, opts...)
-}
+// WithPlaceholder sets the placeholder style of the client that runs the
+// statements (default: the dialect's own, [Dollar] on PostgreSQL, [Question]
+// on MySQL, [NumberedQuestion] on SQLite). Drivers for ORMs that rewrite
+// placeholders themselves, such as GORM and bun, use [Question].
+func WithPlaceholder(p Placeholder) Option { return func(o *options) { o.placeholder = p } }
 
-// NewFromQuerier returns a Store that runs its statements through q, for
-// handles that are not a *sql.DB (an ORM's connection pool, a *sql.Conn).
-// The MySQL dialect needs q to be a [Beginner]; see [FromSQL].
-func NewFromQuerier(q Querier, d Dialect, opts ...Option) (*Store, error) {
-	if q == nil {
-		return nil, fmt.Errorf("sqlstore: nil Querier: %w", core.ErrInvalidArgument)
-	}
-	if d.build == nil {
-		return nil, errZeroDialect
-	}
-	o := options{table: DefaultTable}
+// WithName sets the name a Store gives itself in errors and in String
+// (default "sqlstore"). Drivers built on the engine pass their package's
+// name, so that a user reads "gormstore: ..." in their logs.
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// NewWithExecutor returns a Store that runs dialect d's statements through
+// e: the entry point for drivers of other clients. If e is a [Transactor],
+// it is used for transactions; the MySQL dialect needs one and is refused
+// without it. If e is a [RetryClassifier], it classifies errors; otherwise
+// [Retryable] does. It does not touch the database.
+func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
+	o := options{table: DefaultTable, placeholder: d.placeholder, name: "sqlstore"}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := checkTable(o.table); err != nil {
-		return nil, err
+	if e == nil {
+		return nil, fmt.Errorf("%s: nil Executor: %w", o.name, core.ErrInvalidArgument)
 	}
-	b, _ := q.(Beginner)
-	if d.txAcquire && b == nil {
-		return nil, fmt.Errorf("sqlstore: the %s dialect acquires in a transaction and needs a sqlstore.Beginner, not a %T (see sqlstore.FromSQL): %w", d.name, q, core.ErrInvalidArgument)
+	t, err := d.templates(o.table)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name, err)
 	}
-	return &Store{q: q, b: b, d: d, table: o.table, st: d.build(o.table)}, nil
+	switch o.placeholder {
+	case Dollar, Question, NumberedQuestion:
+	default:
+		return nil, fmt.Errorf("%s: %v: %w", o.name, o.placeholder, core.ErrInvalidArgument)
+	}
+	s := &Store{exec: e, retryable: Retryable, d: d, table: o.table, name: o.name, st: t.render(o.placeholder)}
+	s.tx, _ = e.(Transactor)
+	if c, ok := e.(RetryClassifier); ok {
+		s.retryable = c.Retryable
+	}
+	if d.txAcquire && s.tx == nil {
+		return nil, fmt.Errorf("%s: the %s dialect acquires in a transaction, and a %T cannot begin one (it needs to be a sqlstore.Transactor): %w", o.name, d.name, e, core.ErrInvalidArgument)
+	}
+	return s, nil
 }
 
 // String describes the store, for start-up logs.
 func (s *Store) String() string {
-	return fmt.Sprintf("sqlstore (%s, table %s)", s.d.name, s.table)
+	return fmt.Sprintf("%s (%s, table %s)", s.name, s.d.name, s.table)
 }
+
+// Dialect returns the store's dialect.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// Table returns the name of the locks table.
+func (s *Store) Table() string { return s.table }
 
 // Schema returns the statements [Store.Migrate] runs, as plain SQL.
 func (s *Store) Schema() []string { return append([]string(nil), s.st.schema...) }
 
+// fail prefixes err with the store's name, and names the fix when the
+// table is missing.
+func (s *Store) fail(err error) error {
+	if missingTable(err) {
+		err = &notMigratedError{table: s.table, err: err}
+	}
+	return fmt.Errorf("%s: %w", s.name, err)
+}
+
 // Migrate creates the schema if it does not exist yet. It is idempotent, and
-// safe to run from every instance at start-up.
+// safe to run from every instance at start-up. On PostgreSQL it runs in a
+// transaction under an advisory lock, so concurrent migrations queue
+// instead of colliding on the catalog; a handle that cannot begin
+// transactions is an error there.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
-		return fmt.Errorf("sqlstore: migrate %s table %s: %w", s.d.name, s.table, err)
+		return fmt.Errorf("%s: migrate %s table %s: %w", s.name, s.d.name, s.table, err)
 	}
 	return nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	if s.st.migrateLock == "" || s.b == nil {
-		// MySQL commits at every DDL statement anyway; SQLite runs each
-		// statement under its write lock.
-		for _, q := range s.st.schema {
-			if _, err := s.q.ExecContext(ctx, q); err != nil {
+	run := func(e Executor, stmts []string) error {
+		for _, q := range stmts {
+			if _, err := e.Exec(ctx, q, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	if s.st.migrateLock == "" {
+		// MySQL commits at every DDL statement anyway; SQLite runs each
+		// statement under its write lock.
+		return run(s.exec, s.st.schema)
+	}
+	if s.tx == nil {
+		return fmt.Errorf("concurrent migrations are serialised in a transaction, and a %T cannot begin one: run the statements of Schema in your own migrations instead", s.exec)
+	}
 	// PostgreSQL: concurrent CREATE ... IF NOT EXISTS can still collide
 	// (on the catalog's unique indexes); an advisory lock makes them queue.
-	tx, err := s.b.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	for _, q := range append([]string{s.st.migrateLock}, s.st.schema...) {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return s.tx.InTx(ctx, func(tx Executor) error {
+		return run(tx, append([]string{s.st.migrateLock}, s.st.schema...))
+	})
 }
 
 // ResetTokens sends the token source back to zero, as a restore from an old
@@ -121,34 +157,15 @@ func (s *Store) migrate(ctx context.Context) error {
 // for tests (the conformance kit proves the floors with it); never call it
 // on a live system.
 func (s *Store) ResetTokens(ctx context.Context) error {
-	if _, err := s.q.ExecContext(ctx, s.st.resetTokens.sql); err != nil {
-		return fmt.Errorf("sqlstore: reset tokens: %w", err)
+	if _, err := s.exec.Exec(ctx, s.st.reset.sql, nil); err != nil {
+		return s.fail(err)
 	}
 	return nil
 }
 
-// check validates what [core.Locks] validates already, for direct callers:
-// a key the database would truncate or fold, or a ttl it would round, must
-// not get that far.
-func check(key string, ttl time.Duration, withTTL bool) error {
-	if err := core.ValidateKey(key); err != nil {
-		return err
-	}
-	if withTTL {
-		return core.ValidateTTL(ttl)
-	}
-	return nil
-}
-
-func opError(op, key string, err error) error {
-	return fmt.Errorf("sqlstore: %s %q: %w", op, key, err)
-}
-
-// Acquire implements [core.LockStore].
+// Acquire implements [core.LockStore]. Keys and ttls are trusted: core
+// validates them before any store call.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	if err := check(key, ttl, true); err != nil {
-		return 0, false, opError("acquire", key, err)
-	}
 	v := values{key: key, owner: owner, ttlMillis: ttl.Milliseconds()}
 	var (
 		token int64
@@ -158,13 +175,10 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if s.d.txAcquire {
 		token, ok, err = s.acquireTx(ctx, v)
 	} else {
-		ok, err = queryRow(ctx, s.q, s.st.acquire, v, &token)
+		ok, err = queryRow(ctx, s.exec, s.st.acquire, v, &token)
 	}
 	if err != nil {
-		return 0, false, opError("acquire", key, err)
-	}
-	if ok && token <= 0 {
-		return 0, false, opError("acquire", key, fmt.Errorf("drew token %d: is the token source (%s) intact?", token, s.table))
+		return 0, false, s.fail(err)
 	}
 	return token, ok, nil
 }
@@ -172,82 +186,71 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 // acquireTxAttempts bounds the retries of MySQL's acquire after a deadlock.
 const acquireTxAttempts = 5
 
-// acquireTx is MySQL's acquire: see mysqlStatements for the statements and
+// errHeld ends the acquire transaction when a live lock holds the key.
+var errHeld = errors.New("held")
+
+// acquireTx is MySQL's acquire: see mysqlTemplates for the statements and
 // why. A deadlock rolls the transaction back on the server, so it is run
 // again, a bounded number of times; any other failure is returned.
 func (s *Store) acquireTx(ctx context.Context, v values) (int64, bool, error) {
 	for attempt := 1; ; attempt++ {
-		token, ok, err := s.acquireTxOnce(ctx, v)
-		if err == nil || attempt == acquireTxAttempts || ctx.Err() != nil || s.d.retryable == nil || !s.d.retryable(err) {
-			if err != nil && attempt > 1 {
+		token, err := s.acquireTxOnce(ctx, v)
+		switch {
+		case err == nil:
+			return token, true, nil
+		case errors.Is(err, errHeld):
+			return 0, false, nil
+		case attempt == acquireTxAttempts || ctx.Err() != nil || !s.retryable(err):
+			if attempt > 1 {
 				err = fmt.Errorf("attempt %d: %w", attempt, err)
 			}
-			return token, ok, err
+			return 0, false, err
 		}
 	}
 }
 
-func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, acquired bool, err error) {
-	tx, err := s.b.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	done := false
-	defer func() {
-		if !done {
-			tx.Rollback() //nolint:errcheck // the error being returned matters more
+func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err error) {
+	err = s.tx.InTx(ctx, func(tx Executor) error {
+		if _, err := tx.Exec(ctx, s.st.ensure.sql, s.st.ensure.args(v)); err != nil {
+			return err
 		}
-	}()
-	if _, err := tx.ExecContext(ctx, s.st.ensure.sql, s.st.ensure.bind(v)...); err != nil {
-		return 0, false, err
-	}
-	var floor, live int64
-	found, err := queryRow(ctx, tx, s.st.lock, v, &floor, &live)
-	if err != nil {
-		return 0, false, err
-	}
-	if !found {
-		return 0, false, errors.New("the row just ensured is missing")
-	}
-	if live != 0 {
-		// Decided under the row lock; the rollback only lets go of it.
-		done = true
-		tx.Rollback() //nolint:errcheck
-		return 0, false, nil
-	}
-	v.token = floor + 1
-	res, err := tx.ExecContext(ctx, s.st.draw.sql, s.st.draw.bind(v)...)
-	if err != nil {
-		return 0, false, err
-	}
-	if err := oneRow(res); err != nil {
-		return 0, false, fmt.Errorf("token counter: %w", err)
-	}
-	if v.token, err = res.LastInsertId(); err != nil {
-		return 0, false, fmt.Errorf("token counter: %w", err)
-	}
-	res, err = tx.ExecContext(ctx, s.st.take.sql, s.st.take.bind(v)...)
-	if err != nil {
-		return 0, false, err
-	}
-	if err := oneRow(res); err != nil {
-		return 0, false, err
-	}
-	done = true
-	if err := tx.Commit(); err != nil {
-		return 0, false, err
-	}
-	return v.token, true, nil
+		var floor, live int64
+		found, err := queryRow(ctx, tx, s.st.lock, v, &floor, &live)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errors.New("the row just ensured is missing")
+		}
+		if live != 0 {
+			// Decided under the row lock; the rollback only lets go of it.
+			return errHeld
+		}
+		v.token = floor + 1
+		res, err := tx.Exec(ctx, s.st.draw.sql, s.st.draw.args(v))
+		if err != nil {
+			return err
+		}
+		if err := wantRows(res, 1); err != nil {
+			return fmt.Errorf("token counter: %w", err)
+		}
+		if v.token, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("token counter: %w", err)
+		}
+		res, err = tx.Exec(ctx, s.st.take.sql, s.st.take.args(v))
+		if err != nil {
+			return err
+		}
+		return wantRows(res, 1)
+	})
+	return v.token, err
 }
 
 // Renew implements [core.LockStore].
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := check(key, ttl, true); err != nil {
-		return false, opError("renew", key, err)
-	}
 	ok, err := s.execOne(ctx, s.st.renew, values{key: key, owner: owner, ttlMillis: ttl.Milliseconds()})
 	if err != nil {
-		return false, opError("renew", key, err)
+		return false, s.fail(err)
 	}
 	return ok, nil
 }
@@ -255,12 +258,9 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // Release implements [core.LockStore]. The row stays, owner cleared, as the
 // key's token floor.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := check(key, 0, false); err != nil {
-		return false, opError("release", key, err)
-	}
 	ok, err := s.execOne(ctx, s.st.release, values{key: key, owner: owner})
 	if err != nil {
-		return false, opError("release", key, err)
+		return false, s.fail(err)
 	}
 	return ok, nil
 }
@@ -268,32 +268,28 @@ func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
 // List implements [core.Lister]: the live locks whose key starts with
 // prefix, ordered by key (byte order).
 func (s *Store) List(ctx context.Context, prefix string) ([]core.LockInfo, error) {
-	rows, err := s.q.QueryContext(ctx, s.st.list.sql, s.st.list.bind(values{prefix: prefix})...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: list %q: %w", prefix, err)
-	}
-	defer rows.Close()
 	var out []core.LockInfo
-	for rows.Next() {
+	err := s.exec.Query(ctx, s.st.list.sql, s.st.list.args(values{prefix: prefix}), func(r Row) error {
 		var (
 			li     core.LockInfo
 			micros int64
 		)
-		if err := rows.Scan(&li.Key, &li.Owner, &li.Token, &micros); err != nil {
-			return nil, fmt.Errorf("sqlstore: list %q: %w", prefix, err)
+		if err := r.Scan(&li.Key, &li.Owner, &li.Token, &micros); err != nil {
+			return err
 		}
 		li.ExpiresIn = time.Duration(micros) * time.Microsecond
 		out = append(out, li)
-	}
-	if err := closeRows(rows); err != nil {
-		return nil, fmt.Errorf("sqlstore: list %q: %w", prefix, err)
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(err)
 	}
 	return out, nil
 }
 
 // execOne runs st, which changes at most one row, and reports whether it did.
 func (s *Store) execOne(ctx context.Context, st stmt, v values) (bool, error) {
-	res, err := s.q.ExecContext(ctx, st.sql, st.bind(v)...)
+	res, err := s.exec.Exec(ctx, st.sql, st.args(v))
 	if err != nil {
 		return false, err
 	}
@@ -307,42 +303,27 @@ func (s *Store) execOne(ctx context.Context, st stmt, v values) (bool, error) {
 	return n == 1, nil
 }
 
-// oneRow checks that a write the row lock guarantees did happen.
-func oneRow(res sql.Result) error {
+// wantRows checks that a write the row lock guarantees did happen.
+func wantRows(res interface{ RowsAffected() (int64, error) }, want int64) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return err
 	}
-	if n != 1 {
-		return fmt.Errorf("%d rows affected, want 1", n)
+	if n != want {
+		return fmt.Errorf("%d rows affected, want %d", n, want)
 	}
 	return nil
 }
 
 // queryRow runs st and scans its first row into dest, reporting whether
-// there was one. Errors that arrive after the row (the commit of an
-// autocommitted statement, a lost connection) are errors too.
-func queryRow(ctx context.Context, q Querier, st stmt, v values, dest ...any) (bool, error) {
-	rows, err := q.QueryContext(ctx, st.sql, st.bind(v)...)
-	if err != nil {
-		return false, err
-	}
-	found := rows.Next()
-	if found {
-		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return false, err
+// there was one.
+func queryRow(ctx context.Context, e Executor, st stmt, v values, dest ...any) (found bool, err error) {
+	err = e.Query(ctx, st.sql, st.args(v), func(r Row) error {
+		if found {
+			return nil // only the first row counts
 		}
-	}
-	if err := closeRows(rows); err != nil {
-		return false, err
-	}
-	return found, nil
-}
-
-func closeRows(rows *sql.Rows) error {
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	return rows.Err()
+		found = true
+		return r.Scan(dest...)
+	})
+	return found, err
 }

@@ -1,0 +1,68 @@
+package sqlstore
+
+// MySQL and MariaDB. UTC_TIMESTAMP(6) is the server's clock, independent of
+// the session time zone and of daylight saving; it is fixed for the
+// duration of a statement. Keys (and owners) are VARBINARY: the default
+// collations fold case and ignore trailing spaces, and MySQL 8's
+// utf8mb4_bin still pads, so only a binary column compares bytes on both
+// servers. 2000 bytes hold 500 characters of 4 bytes.
+func mysqlTemplates(table string) templates {
+	t := "`" + table + "`"
+	counter := "`" + table + "_counter`"
+	const expiry = `UTC_TIMESTAMP(6) + INTERVAL {ttl} * 1000 MICROSECOND`
+	return templates{
+		schema: []string{
+			// version is bumped by every write, so that a renewal that
+			// sets the same expiry (twice in one microsecond) still
+			// changes the row: without CLIENT_FOUND_ROWS MySQL reports an
+			// unchanged row as 0 rows affected, which would read as "not
+			// renewed". This works whatever DSN the handle was opened with.
+			`CREATE TABLE IF NOT EXISTS ` + t + ` (
+	lock_key   VARBINARY(2000) NOT NULL,
+	owner      VARBINARY(2000) NULL,
+	token      BIGINT NOT NULL,
+	expires_at DATETIME(6) NOT NULL,
+	version    BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (lock_key)
+) ENGINE=InnoDB`,
+			`CREATE TABLE IF NOT EXISTS ` + counter + ` (
+	id TINYINT NOT NULL PRIMARY KEY,
+	n  BIGINT NOT NULL
+) ENGINE=InnoDB`,
+			`INSERT INTO ` + counter + ` (id, n) VALUES (1, 0) ON DUPLICATE KEY UPDATE id = id`,
+		},
+		drop: []string{
+			`DROP TABLE IF EXISTS ` + t,
+			`DROP TABLE IF EXISTS ` + counter,
+		},
+		// MySQL has no RETURNING and no WHERE on ON DUPLICATE KEY UPDATE,
+		// and the token comes from another table, so acquire is a
+		// transaction of 4 statements plus BEGIN and COMMIT (a held key
+		// exits after 2, with ROLLBACK):
+		//  ensure: create the key's row if missing, else take its row lock
+		//          (an upsert never needs a gap lock on a missing row, so
+		//          concurrent acquirers of a new key queue, not deadlock);
+		//  lock:   read the token and whether a live lock holds the key,
+		//          under that row lock;
+		//  draw:   the counter's next value, floored at the row's token + 1;
+		//          LAST_INSERT_ID(expr) hands it back in the OK packet;
+		//  take:   write owner, token and expiry.
+		// Locks are always taken row first, counter last, and the counter
+		// is only locked by acquirers that will win.
+		ensure: `INSERT INTO ` + t + ` (lock_key, token, expires_at) VALUES ({key}, 0, UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE token = token`,
+		lock: `SELECT token, owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) FROM ` + t + `
+WHERE lock_key = {key} FOR UPDATE`,
+		draw: `UPDATE ` + counter + ` SET n = LAST_INSERT_ID(GREATEST(n + 1, {token})) WHERE id = 1`,
+		take: `UPDATE ` + t + ` SET owner = {owner}, token = {token}, expires_at = ` + expiry + `, version = version + 1
+WHERE lock_key = {key}`,
+		renew: `UPDATE ` + t + ` SET expires_at = ` + expiry + `, version = version + 1
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > UTC_TIMESTAMP(6)`,
+		release: `UPDATE ` + t + ` SET owner = NULL, version = version + 1
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > UTC_TIMESTAMP(6)`,
+		list: `SELECT lock_key, owner, token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM ` + t + `
+WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) AND lock_key >= {prefix} AND LEFT(lock_key, LENGTH({prefix})) = {prefix}
+ORDER BY lock_key`,
+		resetTokens: `UPDATE ` + counter + ` SET n = 0 WHERE id = 1`,
+	}
+}

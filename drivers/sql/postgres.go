@@ -1,0 +1,51 @@
+package sqlstore
+
+// PostgreSQL: clock_timestamp() is the server's clock when it is read (now()
+// would be frozen at the start of the caller's transaction). ttl arrives as
+// bigint milliseconds, so weeks fit.
+func postgresTemplates(table string) templates {
+	t := `"` + table + `"`
+	seq := `"` + table + `_token_seq"`
+	const expiry = `clock_timestamp() + CAST({ttl} AS bigint) * interval '1 millisecond'`
+	return templates{
+		schema: []string{
+			`CREATE SEQUENCE IF NOT EXISTS ` + seq + ` AS bigint`,
+			// COLLATE "C": keys compare byte for byte. The row outlives its
+			// lock: with owner NULL it is the key's token floor.
+			`CREATE TABLE IF NOT EXISTS ` + t + ` (
+	lock_key   text COLLATE "C" NOT NULL PRIMARY KEY,
+	owner      text,
+	token      bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+)`,
+		},
+		drop: []string{
+			`DROP TABLE IF EXISTS ` + t,
+			`DROP SEQUENCE IF EXISTS ` + seq,
+		},
+		migrateLock: `SELECT pg_advisory_xact_lock(7358294415607213)`,
+		// One statement. A new key takes the insert path. A known key takes
+		// the update path only if its lock is free or expired, checked
+		// under the row lock ON CONFLICT takes; the token is drawn in the
+		// SET, after that lock, and floored at the row's own token + 1, so
+		// it grows even if the sequence went back (a restore, a failover).
+		acquire: `INSERT INTO ` + t + ` AS l (lock_key, owner, token, expires_at)
+VALUES ({key}, {owner}, nextval('` + seq + `'), ` + expiry + `)
+ON CONFLICT (lock_key) DO UPDATE
+SET owner = EXCLUDED.owner,
+    token = GREATEST(nextval('` + seq + `'), l.token + 1),
+    expires_at = ` + expiry + `
+WHERE l.owner IS NULL OR l.expires_at <= clock_timestamp()
+RETURNING token`,
+		renew: `UPDATE ` + t + ` SET expires_at = ` + expiry + `
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > clock_timestamp()`,
+		// Release keeps the row, and with it the token floor.
+		release: `UPDATE ` + t + ` SET owner = NULL
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > clock_timestamp()`,
+		list: `SELECT lock_key, owner, token, CAST(extract(epoch FROM expires_at - c.now) * 1000000 AS bigint)
+FROM ` + t + `, (SELECT clock_timestamp() AS now) c
+WHERE owner IS NOT NULL AND expires_at > c.now AND lock_key >= {prefix} AND starts_with(lock_key, {prefix})
+ORDER BY lock_key`,
+		resetTokens: `ALTER SEQUENCE ` + seq + ` RESTART`,
+	}
+}

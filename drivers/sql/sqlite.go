@@ -1,0 +1,61 @@
+package sqlstore
+
+// SQLite: one statement per operation; SQLite runs each under its database
+// write lock, so reading the counter and writing the row cannot interleave
+// with another writer. Time is SQLite's clock in integer milliseconds
+// (julianday('now') is fixed for the statement, and exact to the
+// millisecond; unixepoch('subsec') would need 3.42). TEXT compares with the
+// BINARY collation: memcmp, no folding, no padding.
+func sqliteTemplates(table string) templates {
+	t := `"` + table + `"`
+	counter := `"` + table + `_counter"`
+	const now = `CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)`
+	next := `(SELECT n + 1 FROM ` + counter + ` WHERE id = 1)`
+	// The triggers keep the counter at the highest token written, inside the
+	// acquiring statement: the token source never falls behind a key.
+	trigger := func(name, event string) string {
+		return `CREATE TRIGGER IF NOT EXISTS "` + table + `_` + name + `" AFTER ` + event + ` ON ` + t + `
+BEGIN
+	UPDATE ` + counter + ` SET n = NEW.token WHERE id = 1 AND n < NEW.token;
+END`
+	}
+	return templates{
+		schema: []string{
+			`CREATE TABLE IF NOT EXISTS ` + t + ` (
+	lock_key   TEXT NOT NULL PRIMARY KEY,
+	owner      TEXT,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID`,
+			`CREATE TABLE IF NOT EXISTS ` + counter + ` (
+	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	n  INTEGER NOT NULL
+)`,
+			`INSERT INTO ` + counter + ` (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+			trigger("token_insert", "INSERT"),
+			trigger("token_update", "UPDATE OF token"),
+		},
+		drop: []string{
+			`DROP TABLE IF EXISTS ` + t, // drops its triggers too
+			`DROP TABLE IF EXISTS ` + counter,
+		},
+		// As on PostgreSQL: the update path only when the lock is free or
+		// expired; the token floored at the row's token + 1.
+		acquire: `INSERT INTO ` + t + ` AS l (lock_key, owner, token, expires_at)
+VALUES ({key}, {owner}, ` + next + `, ` + now + ` + {ttl})
+ON CONFLICT (lock_key) DO UPDATE
+SET owner = excluded.owner,
+    token = max(` + next + `, l.token + 1),
+    expires_at = excluded.expires_at
+WHERE l.owner IS NULL OR l.expires_at <= ` + now + `
+RETURNING token`,
+		renew: `UPDATE ` + t + ` SET expires_at = ` + now + ` + {ttl}
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
+		release: `UPDATE ` + t + ` SET owner = NULL
+WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
+		list: `SELECT lock_key, owner, token, (expires_at - ` + now + `) * 1000 FROM ` + t + `
+WHERE owner IS NOT NULL AND expires_at > ` + now + ` AND lock_key >= {prefix} AND substr(lock_key, 1, length({prefix})) = {prefix}
+ORDER BY lock_key`,
+		resetTokens: `UPDATE ` + counter + ` SET n = 0 WHERE id = 1`,
+	}
+}
