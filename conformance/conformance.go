@@ -62,7 +62,9 @@ type Options struct {
 	// from an old backup or a failover to a lagging replica would) and
 	// returns once the store draws tokens from the reset source. The
 	// token-floor case calls it to prove that keys keep their per-key floor.
-	// If nil, that case is skipped and says why. Other runs of the kit that
+	// If nil, the kit uses the store's own ResetTokens method when it has
+	// one (see [TokenResetter]); without either, that case is skipped and
+	// says why. Other runs of the kit that
 	// share the store may be running at the time; a correct store keeps
 	// their tokens growing too.
 	ResetTokens func(ctx context.Context) error
@@ -79,6 +81,13 @@ type Options struct {
 	// the prefix. Default [DefaultPrefix] ("conformance"); at most 100
 	// characters, and itself a valid key (see [core.ValidateKey]).
 	KeyPrefix string
+}
+
+// TokenResetter is implemented by stores that can send their token source
+// back, for tests: every store of the leasehold repository has it. The kit
+// uses it when [Options.ResetTokens] is nil.
+type TokenResetter interface {
+	ResetTokens(ctx context.Context) error
 }
 
 // withDefaults fills zero fields and checks the result.
@@ -151,6 +160,7 @@ type Case struct {
 // "instances" group); a new group adds its function here.
 var groups = []func() []Case{
 	storeCases,
+	listerCases,
 	instanceCases,
 }
 
@@ -219,14 +229,34 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 //		conformance.Specs(func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
 //	})
 //
-// Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Specs run one after
-// another unless Ginkgo runs the suite in parallel processes (ginkgo -p);
-// without opts.AdvanceTime, each case marked [Case.Waits] sleeps for up to
-// TTL + TTL/6 (TTL/2 + TTL + TTL/6 for renew-then-expire, about 1.5 × TTL
-// for the instance cases), so a short TTL or AdvanceTime keeps the suite
-// quick.
+// Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Without
+// opts.AdvanceTime, the cases marked [Case.Waits] sleep in real time, so, as
+// under [Run], they run concurrently: the first of their specs starts all of
+// them, in goroutines, and each of their specs reports its own case's
+// outcome when it ends. Their newStore receives a testing.TB that records
+// failures and cleanups for the case (its other methods are those of the
+// spec that started them). The whole kit then takes about 1.7 × TTL beyond
+// the time of its calls, as under Run.
 func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
+	var (
+		start   sync.Once
+		waiting = map[string]*pending{}
+	)
+	startWaiting := func() {
+		for _, c := range Cases() {
+			if c.Waits {
+				waiting[c.Name] = startRecorded(ginkgo.GinkgoTB(), c, newStore, opts)
+			}
+		}
+	}
 	for _, c := range Cases() {
+		if c.Waits && opts.AdvanceTime == nil {
+			ginkgo.It(c.Name, func() {
+				start.Do(startWaiting)
+				waiting[c.Name].wait().report(ginkgo.GinkgoTB())
+			})
+			continue
+		}
 		ginkgo.It(c.Name, func() {
 			runCase(ginkgo.GinkgoTB(), c, newStore, opts)
 		})
@@ -248,6 +278,9 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	store := newStore(t)
 	if store == nil {
 		t.Fatal("conformance: newStore returned a nil store")
+	}
+	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
+		o.ResetTokens = r.ResetTokens
 	}
 	c.run(t, newEnv(store, o, c.Name))
 }

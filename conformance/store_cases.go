@@ -279,7 +279,7 @@ func tokensGrow(t testing.TB, e *env) {
 
 func tokenFloorAfterReset(t testing.TB, e *env) {
 	if e.opts.ResetTokens == nil {
-		t.Skip("Options.ResetTokens is nil: this store offers no way to send its token source back, so the per-key token floor cannot be checked")
+		t.Skip("the store has no ResetTokens(ctx) error method and Options.ResetTokens is nil: the per-key token floor cannot be checked; give the store a way to send its token source back (see conformance.TokenResetter)")
 	}
 	held, released, owner := e.key(), e.key(), e.owner("A")
 	var last int64

@@ -136,9 +136,11 @@ func (s *MemoryStore) List(ctx context.Context, prefix string) ([]LockInfo, erro
 
 // ResetTokens sends the store's token source back to zero, as a restore from
 // an old backup would. Keys keep their floors, so their tokens still grow;
-// the conformance kit uses it to prove that.
-func (s *MemoryStore) ResetTokens() {
+// the conformance kit uses it to prove that. It has the signature of every
+// store's ResetTokens, and never fails.
+func (s *MemoryStore) ResetTokens(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next = 0
+	return nil
 }

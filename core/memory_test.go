@@ -129,7 +129,7 @@ func TestMemoryStoreTokenFloor(t *testing.T) {
 			}
 		}
 		clock.Advance(time.Minute)
-		s.ResetTokens() // as a restore from an old backup would
+		s.ResetTokens(context.Background()) // as a restore from an old backup would
 	}
 	// A key the store never saw starts afresh: positive.
 	if token, ok := memAcquire(t, s, "new", "x", time.Minute); !ok || token <= 0 {

@@ -3,34 +3,25 @@ module github.com/leasehold/leasehold/drivers/sqlite
 go 1.26.0
 
 replace (
-	github.com/leasehold/leasehold/conformance => ../../conformance
 	github.com/leasehold/leasehold/core => ../../core
 	github.com/leasehold/leasehold/drivers/sql => ../sql
-	github.com/leasehold/leasehold/internal/testserver => ../../internal/testserver
 )
 
 require (
-	github.com/leasehold/leasehold/conformance v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
 	github.com/leasehold/leasehold/drivers/sql v0.0.0
 	modernc.org/sqlite v1.62.0
 )
 
 require (
-	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
-	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
-	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50 // indirect
+	github.com/go-sql-driver/mysql v1.10.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
-	github.com/onsi/ginkgo/v2 v2.34.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	golang.org/x/mod v0.42.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

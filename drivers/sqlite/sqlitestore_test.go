@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/conformance"
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
@@ -30,26 +29,6 @@ func open(t testing.TB, path string, opts ...sqlstore.Option) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// The embedded default as shipped: Open on a file, and on ":memory:".
-func TestConformance(t *testing.T) {
-	for _, tc := range []struct{ name, path string }{
-		{"file", filepath.Join(t.TempDir(), "locks.db")},
-		{"memory", ":memory:"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t, tc.path)
-			conformance.Run(t, func(testing.TB) core.LockStore { return s }, conformance.Options{
-				Callers:     32,
-				ResetTokens: s.ResetTokens,
-				// modernc's SQLite is several times slower under the race
-				// detector, and 32 callers queue for the one connection.
-				TTL: 6 * time.Second,
-			})
-		})
-	}
 }
 
 func TestOpenSettings(t *testing.T) {

@@ -1,4 +1,4 @@
-package sqlstore_test
+package integration_test
 
 import (
 	"context"

@@ -1,8 +1,9 @@
-package sqlstore
+package integration_test
 
 import (
 	"context"
 	"database/sql"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestMySQLDefaultCollationMergesKeys(t *testing.T) {
 	// The schema of our table, but with the key a utf8mb4 varchar of the
 	// default collation (utf8mb4_general_ci on MariaDB, utf8mb4_0900_ai_ci
 	// on MySQL 8).
-	folded, err := New(db, MySQL, WithTable("folded"))
+	folded, err := sqlstore.New(db, sqlstore.MySQL, sqlstore.WithTable("folded"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestMySQLDefaultCollationMergesKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ours, _ := newStore(t, backend{dialect: MySQL, open: func(testing.TB) *sql.DB { return db }})
+	ours, _ := newStore(t, backend{dialect: sqlstore.MySQL, open: func(testing.TB) *sql.DB { return db }})
 
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
@@ -78,7 +79,7 @@ func TestMySQLRenewSameExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		s, err := NewFromQuerier(FromSQL(conn), MySQL) // a *sql.Conn works too
+		s, err := sqlstore.NewFromQuerier(conn, sqlstore.MySQL) // a *sql.Conn works too
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,8 +99,19 @@ func TestMySQLRenewSameExpiry(t *testing.T) {
 		}
 		// The test is not vacuous: the same UPDATE without the version bump
 		// reports 0 rows, unless CLIENT_FOUND_ROWS.
-		noBump := strings.Replace(s.st.renew.sql, ", version = version + 1", "", 1)
-		res, err := conn.ExecContext(ctx, noBump, s.st.renew.bind(values{key: key, owner: "o", ttlMillis: minute.Milliseconds()})...)
+		rec := &recorder{}
+		recording, err := sqlstore.NewWithExecutor(dbExecutor{q: conn, db: db, recorder: rec}, sqlstore.MySQL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRenew(t, recording, key, "o", minute, true)
+		renew := rec.last("version = version + 1")
+		noBump := strings.Replace(renew, ", version = version + 1", "", 1)
+		if noBump == renew {
+			t.Fatalf("the renewal %q bumps no version", renew)
+		}
+		// Renew binds ttl, key, owner, in this order (see mysql.go).
+		res, err := conn.ExecContext(ctx, noBump, minute.Milliseconds(), key, "o")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +133,11 @@ func TestMySQLSessionTimeZone(t *testing.T) {
 	cfg.Params = map[string]string{"time_zone": "'+11:00'"}
 	far := openDB(t, "mysql", cfg.FormatDSN(), 2)
 	near := openDB(t, "mysql", dsn, 2)
-	a, _ := New(far, MySQL)
+	a, _ := sqlstore.New(far, sqlstore.MySQL)
 	if err := a.Migrate(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := New(near, MySQL)
+	b, _ := sqlstore.New(near, sqlstore.MySQL)
 	mustAcquire(t, a, "tz", "a", 2*time.Second)
 	wantAcquire(t, b, "tz", "b", minute, false)
 	l, err := b.List(ctxT(t), "tz")
@@ -134,49 +146,45 @@ func TestMySQLSessionTimeZone(t *testing.T) {
 	}
 }
 
-// faulty fails the statements whose SQL contains match, while fail says so.
+// faulty is an executor that fails the statements whose SQL contains
+// match, while fail says so.
 type faulty struct {
-	Beginner
+	dbExecutor
 	match string
 	fail  func() error
 }
 
-func (f faulty) BeginTx(ctx context.Context, opts *sql.TxOptions) (Tx, error) {
-	tx, err := f.Beginner.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return faultyTx{tx, f}, nil
-}
-
-type faultyTx struct {
-	Tx
-	f faulty
-}
-
-func (t faultyTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if strings.Contains(q, t.f.match) {
-		if err := t.f.fail(); err != nil {
+func (f faulty) Exec(ctx context.Context, q string, args []any) (sql.Result, error) {
+	if strings.Contains(q, f.match) {
+		if err := f.fail(); err != nil {
 			return nil, err
 		}
 	}
-	return t.Tx.ExecContext(ctx, q, args...)
+	return f.dbExecutor.Exec(ctx, q, args)
 }
 
-func (t faultyTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if strings.Contains(q, t.f.match) {
-		if err := t.f.fail(); err != nil {
-			return nil, err
+func (f faulty) Query(ctx context.Context, q string, args []any, scan func(sqlstore.Row) error) error {
+	if strings.Contains(q, f.match) {
+		if err := f.fail(); err != nil {
+			return err
 		}
 	}
-	return t.Tx.QueryContext(ctx, q, args...)
+	return f.dbExecutor.Query(ctx, q, args, scan)
+}
+
+func (f faulty) InTx(ctx context.Context, fn func(tx sqlstore.Executor) error) error {
+	return f.dbExecutor.InTx(ctx, func(tx sqlstore.Executor) error {
+		inner := f
+		inner.dbExecutor = tx.(dbExecutor)
+		return fn(inner)
+	})
 }
 
 // A deadlock inside the acquire transaction is retried; any other failure
 // is an error, never "not acquired", and leaves the key free.
 func TestMySQLAcquireFailures(t *testing.T) {
 	db := openMySQL(t)
-	plain, _ := newStore(t, backend{dialect: MySQL, open: func(testing.TB) *sql.DB { return db }})
+	plain, _ := newStore(t, backend{dialect: sqlstore.MySQL, open: func(testing.TB) *sql.DB { return db }})
 	deadlock := &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}
 	for _, tc := range []struct {
 		name, match string
@@ -187,18 +195,19 @@ func TestMySQLAcquireFailures(t *testing.T) {
 		{"deadlock on draw, retried", "LAST_INSERT_ID", 2, deadlock, false},
 		{"deadlock on lock, retried", "FOR UPDATE", 1, deadlock, false},
 		{"deadlock every time", "LAST_INSERT_ID", 100, deadlock, true},
-		{"lock wait timeout", "FOR UPDATE", 1, &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, true},
+		{"lock wait timeout, retried", "FOR UPDATE", 1, &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, false},
+		{"syntax error", "FOR UPDATE", 1, &mysql.MySQLError{Number: 1064, Message: "You have an error in your SQL syntax"}, true},
 		{"connection lost on take", "SET owner", 1, mysql.ErrInvalidConn, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n int
-			f := faulty{FromSQL(db), tc.match, func() error {
+			f := faulty{dbExecutor{q: db, db: db}, tc.match, func() error {
 				if n++; n <= tc.failures {
 					return tc.err
 				}
 				return nil
 			}}
-			s, err := NewFromQuerier(f, MySQL)
+			s, err := sqlstore.NewWithExecutor(f, sqlstore.MySQL)
 			if err != nil {
 				t.Fatal(err)
 			}

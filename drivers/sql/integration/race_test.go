@@ -1,4 +1,4 @@
-package sqlstore
+package integration_test
 
 import (
 	"context"

@@ -1,9 +1,11 @@
-package sqlstore
+package integration_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +15,6 @@ import (
 
 	"github.com/leasehold/leasehold/core"
 )
-
-const minute = time.Minute
 
 func TestAcquireRenewRelease(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -145,26 +145,6 @@ func TestExactKeys(t *testing.T) {
 	})
 }
 
-func TestInvalidArguments(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		s, _ := newStore(t, b)
-		ctx := ctxT(t)
-		for _, key := range []string{"", "a\x00b", "\xff", strings.Repeat("x", core.MaxKeyLength+1)} {
-			if _, _, err := s.Acquire(ctx, key, "o", minute); !errors.Is(err, core.ErrInvalidKey) {
-				t.Errorf("Acquire(%q) error %v, want ErrInvalidKey", key, err)
-			}
-		}
-		for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond, 1500 * time.Microsecond} {
-			if _, _, err := s.Acquire(ctx, "k", "o", ttl); !errors.Is(err, core.ErrInvalidTTL) {
-				t.Errorf("Acquire ttl %v error %v, want ErrInvalidTTL", ttl, err)
-			}
-			if _, err := s.Renew(ctx, "k", "o", ttl); !errors.Is(err, core.ErrInvalidTTL) {
-				t.Errorf("Renew ttl %v error %v, want ErrInvalidTTL", ttl, err)
-			}
-		}
-	})
-}
-
 func TestFourWeekTTL(t *testing.T) {
 	const weeks4 = 4 * 7 * 24 * time.Hour // 2,419,200,000 ms: over 2^31
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -288,24 +268,40 @@ func TestList(t *testing.T) {
 	})
 }
 
+// Concurrent migrations of a fresh table, from every instance at once, all
+// succeed, through New and through NewFromQuerier on the same *sql.DB (a
+// handle that can begin transactions is used as one, so PostgreSQL's
+// migrations queue on the advisory lock instead of colliding on the
+// catalog's unique indexes).
 func TestMigrateIdempotentAndConcurrent(t *testing.T) {
+	constructors := map[string]func(*sql.DB, sqlstore.Dialect, ...sqlstore.Option) (*sqlstore.Store, error){
+		"New": sqlstore.New,
+		"NewFromQuerier": func(db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+			return sqlstore.NewFromQuerier(db, d, opts...)
+		},
+	}
 	forEachBackend(t, func(t *testing.T, b backend) {
 		db := b.open(t)
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Go(func() {
-				s, err := New(db, b.dialect, WithTable("concurrent"))
-				if err != nil {
-					t.Error(err)
-					return
+		for name, newStore := range constructors {
+			for round := range 3 {
+				table := fmt.Sprintf("concurrent_%s_%d", name, round)
+				var wg sync.WaitGroup
+				for i := range 8 {
+					wg.Go(func() {
+						s, err := newStore(db, b.dialect, sqlstore.WithTable(table))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if err := s.Migrate(context.Background()); err != nil {
+							t.Errorf("%s: Migrate %d of table %s: %v", name, i, table, err)
+						}
+					})
 				}
-				if err := s.Migrate(context.Background()); err != nil {
-					t.Errorf("Migrate %d: %v", i, err)
-				}
-			})
+				wg.Wait()
+			}
 		}
-		wg.Wait()
-		s, err := New(db, b.dialect, WithTable("concurrent"))
+		s, err := sqlstore.New(db, b.dialect, sqlstore.WithTable("concurrent_New_0"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,65 +312,74 @@ func TestMigrateIdempotentAndConcurrent(t *testing.T) {
 		}
 		mustAcquire(t, s, "k", "o", minute)
 		// Schema returns what Migrate runs.
-		sch, err := SchemaSQL(b.dialect, "concurrent")
+		sch, err := sqlstore.SchemaSQL(b.dialect, "concurrent_New_0")
 		if err != nil || !slices.Equal(sch, s.Schema()) {
 			t.Fatalf("SchemaSQL = %v, %v", sch, err)
 		}
 		// A second table in the same database is independent.
-		s2, _ := New(db, b.dialect, WithTable("Second_1"))
+		s2, _ := sqlstore.New(db, b.dialect, sqlstore.WithTable("Second_1"))
 		if err := s2.Migrate(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 		mustAcquire(t, s2, "k", "other", minute)
+		// DropSQL undoes the schema: the store then reports the table missing.
+		drop, err := sqlstore.DropSQL(b.dialect, "Second_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range drop {
+			if _, err := db.ExecContext(ctxT(t), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if _, _, err := s2.Acquire(ctxT(t), "k", "o", minute); !errors.Is(err, sqlstore.ErrNotMigrated) {
+			t.Fatalf("Acquire after DropSQL: %v; want ErrNotMigrated", err)
+		}
 	})
 }
 
-func TestOptionsAndConstructors(t *testing.T) {
-	for _, name := range []string{"", "1abc", "a-b", "a.b", "a b", `a"b`, "a`b", "é", strings.Repeat("x", 49)} {
-		if _, err := SchemaSQL(Postgres, name); name != "" && err == nil {
-			t.Errorf("SchemaSQL(%q): no error", name)
+// An operation on a database without the table says how to fix it, once,
+// through the store and through core.Locks.
+func TestNotMigrated(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, err := sqlstore.New(b.open(t), b.dialect)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := NewFromQuerier(FromSQL(nil), SQLite, WithTable(name)); err == nil {
-			t.Errorf("WithTable(%q): no error", name)
+		_, _, err = s.Acquire(ctxT(t), "k", "o", minute)
+		if !errors.Is(err, sqlstore.ErrNotMigrated) {
+			t.Fatalf("Acquire on an empty database: %v; want ErrNotMigrated", err)
 		}
-	}
-	if _, err := New(nil, Postgres); !errors.Is(err, core.ErrInvalidArgument) {
-		t.Errorf("New(nil) error %v", err)
-	}
-	if _, err := SchemaSQL(Dialect{}, ""); err == nil {
-		t.Error("zero Dialect accepted")
-	}
-	// MySQL needs transactions; a bare Querier is refused.
-	if _, err := NewFromQuerier(bareQuerier{}, MySQL); !errors.Is(err, core.ErrInvalidArgument) {
-		t.Errorf("NewFromQuerier(bare, MySQL) error %v", err)
-	}
-	if _, err := NewFromQuerier(bareQuerier{}, Postgres); err != nil {
-		t.Errorf("NewFromQuerier(bare, Postgres) error %v", err)
-	}
-	for _, d := range []Dialect{Postgres, MySQL, SQLite} {
-		sch, err := SchemaSQL(d, "")
-		if err != nil || len(sch) == 0 || !strings.Contains(sch[0]+sch[len(sch)-1], DefaultTable) {
-			t.Errorf("SchemaSQL(%v, '') = %v, %v", d, sch, err)
+		for _, want := range []string{"sqlstore: ", "Migrate", "SchemaSQL", sqlstore.DefaultTable} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
 		}
-	}
+		if strings.Count(err.Error(), "sqlstore:") != 1 {
+			t.Errorf("error %q repeats its prefix", err)
+		}
+		if _, err := s.Renew(ctxT(t), "k", "o", minute); !errors.Is(err, sqlstore.ErrNotMigrated) {
+			t.Errorf("Renew: %v", err)
+		}
+		if _, err := s.List(ctxT(t), ""); !errors.Is(err, sqlstore.ErrNotMigrated) {
+			t.Errorf("List: %v", err)
+		}
+	})
 }
 
-type bareQuerier struct{ Querier }
-
-func TestMySQLDeadlockDetection(t *testing.T) {
-	if !mysqlDeadlock(fmt.Errorf("wrapped: %w", errors.Join(errors.New("x"), &fakeMySQLError{Number: 1213}))) {
-		t.Error("deadlock not detected")
-	}
-	if mysqlDeadlock(&fakeMySQLError{Number: 1205}) || mysqlDeadlock(errors.New("Error 1213")) || mysqlDeadlock(nil) {
-		t.Error("false positive")
-	}
+// A transaction handle is refused: a lock inside an uncommitted
+// transaction would exclude nobody.
+func TestTransactionRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		db := b.open(t)
+		tx, err := db.BeginTx(ctxT(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		_, err = sqlstore.NewFromQuerier(tx, b.dialect)
+		if !errors.Is(err, sqlstore.ErrTransaction) || !errors.Is(err, core.ErrInvalidArgument) {
+			t.Fatalf("NewFromQuerier(*sql.Tx) = %v; want ErrTransaction", err)
+		}
+	})
 }
-
-// fakeMySQLError has the shape of go-sql-driver's *MySQLError.
-type fakeMySQLError struct {
-	Number   uint16
-	SQLState [5]byte
-	Message  string
-}
-
-func (e *fakeMySQLError) Error() string { return fmt.Sprintf("Error %d: %s", e.Number, e.Message) }

@@ -1,0 +1,136 @@
+package conformance
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/leasehold/leasehold/core"
+)
+
+// recorder is a testing.TB that records what a case reports instead of
+// failing the real test, so the kit's own tests can run a case against a
+// broken store and check that it fails, and how. Like testing.T, FailNow
+// and SkipNow end the calling goroutine with runtime.Goexit, so a case runs
+// in a goroutine of its own (see runRecorded).
+type recorder struct {
+	testing.TB // the real test: for methods the kit does not use; never its failure methods
+
+	mu       sync.Mutex
+	failed   bool
+	skipped  bool
+	messages []string
+	cleanups []func()
+}
+
+func (r *recorder) record(failed, skipped bool, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = r.failed || failed
+	r.skipped = r.skipped || skipped
+	if msg != "" {
+		r.messages = append(r.messages, msg)
+	}
+}
+
+func (r *recorder) Helper()                         {}
+func (r *recorder) Log(args ...any)                 {}
+func (r *recorder) Logf(format string, args ...any) {}
+func (r *recorder) Error(args ...any)               { r.record(true, false, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.record(true, false, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fail()    { r.record(true, false, "") }
+func (r *recorder) FailNow() { r.record(true, false, ""); runtime.Goexit() }
+func (r *recorder) Fatal(args ...any) {
+	r.record(true, false, fmt.Sprint(args...))
+	runtime.Goexit()
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.record(true, false, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (r *recorder) Skip(args ...any) {
+	r.record(false, true, fmt.Sprint(args...))
+	runtime.Goexit()
+}
+func (r *recorder) Skipf(format string, args ...any) {
+	r.record(false, true, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (r *recorder) SkipNow() { r.record(false, true, ""); runtime.Goexit() }
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+func (r *recorder) Skipped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+func (r *recorder) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+// outcome is what a recorded case reported.
+type outcome struct {
+	failed, skipped bool
+	messages        []string
+}
+
+func (o outcome) String() string {
+	switch {
+	case o.failed:
+		return "FAIL: " + strings.Join(o.messages, " | ")
+	case o.skipped:
+		return "SKIP: " + strings.Join(o.messages, " | ")
+	}
+	return "pass"
+}
+
+// pending is a case running on a recorder in a goroutine of its own.
+type pending struct {
+	r    *recorder
+	done chan struct{}
+}
+
+// startRecorded starts case c against newStore with opts on a recorder
+// whose other methods (Name, TempDir, ...) are t's.
+func startRecorded(t testing.TB, c Case, newStore func(testing.TB) core.LockStore, opts Options) *pending {
+	p := &pending{r: &recorder{TB: t}, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer func() {
+			for i := len(p.r.cleanups) - 1; i >= 0; i-- {
+				p.r.cleanups[i]()
+			}
+		}()
+		runCase(p.r, c, newStore, opts)
+	}()
+	return p
+}
+
+// wait returns what the case reported, once it has ended and its cleanups
+// have run.
+func (p *pending) wait() outcome {
+	<-p.done
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	return outcome{failed: p.r.failed, skipped: p.r.skipped, messages: p.r.messages}
+}
+
+// report hands an outcome to the real test.
+func (o outcome) report(t testing.TB) {
+	t.Helper()
+	switch {
+	case o.failed:
+		t.Fatal(strings.Join(o.messages, "\n"))
+	case o.skipped:
+		t.Skip(strings.Join(o.messages, "\n"))
+	}
+}
