@@ -51,10 +51,10 @@ type templates struct {
 
 // statements are a dialect's templates rendered for one placeholder style.
 type statements struct {
-	schema, drop                     []string
-	migrateLock                      string
+	schema, drop                      []string
+	migrateLock                       string
 	acquire, ensure, lock, draw, take stmt
-	renew, release, list, reset      stmt
+	renew, release, list, reset       stmt
 }
 
 func (t templates) render(p Placeholder) statements {

@@ -250,7 +250,9 @@ func TestMigrateLocksOnPostgres(t *testing.T) {
 
 // Errors carry the store's name once, and a missing table names the fix.
 func TestErrors(t *testing.T) {
-	f := &fakeExec{exec: func(string) (sql.Result, error) { return nil, &mysql.MySQLError{Number: 1146, Message: "Table 'test.leasehold_locks' doesn't exist"} }}
+	f := &fakeExec{exec: func(string) (sql.Result, error) {
+		return nil, &mysql.MySQLError{Number: 1146, Message: "Table 'test.leasehold_locks' doesn't exist"}
+	}}
 	s, _ := NewWithExecutor(f, SQLite, WithName("gormstore"))
 	_, err := s.Renew(context.Background(), "k", "o", time.Minute)
 	if !errors.Is(err, ErrNotMigrated) || !strings.HasPrefix(err.Error(), "gormstore: ") || strings.Count(err.Error(), "gormstore") != 1 || !strings.Contains(err.Error(), "doesn't exist") {
