@@ -32,8 +32,9 @@ const (
 	// LostRefused: the store answered that the owner no longer holds the key
 	// (it expired in the store, or someone else holds it now).
 	LostRefused LossReason = iota + 1
-	// LostDeadline: ttl passed since the last renewal the store confirmed,
-	// while renewals failed or went unanswered.
+	// LostDeadline: ttl minus [SafetyMargin] passed since the last renewal
+	// the store confirmed was sent, while renewals failed or went
+	// unanswered. The holder gives up before the store can expire the lock.
 	LostDeadline
 )
 
@@ -51,6 +52,12 @@ func (r LossReason) String() string {
 // LockLostError is the cause of a lock's context (see [context.Cause]) when
 // the holder can no longer be sure it holds the lock. Another instance may be
 // running the same critical section from this moment on.
+//
+// With Reason [LostDeadline] the context is cancelled [SafetyMargin] (ttl/20,
+// at least 50ms) before the store can expire the lock, so that a holder whose
+// timers fire late under CPU load still stops before another instance can be
+// granted the key. A holder that is frozen (a stopped VM, a long pause)
+// cannot be stopped in time: fence its writes with the lock's token.
 type LockLostError struct {
 	Key    string
 	Token  int64

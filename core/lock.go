@@ -30,7 +30,7 @@ type Lock struct {
 
 	mu       sync.Mutex
 	state    lockState
-	deadline time.Time // ttl after the last confirmed renewal was sent
+	deadline time.Time // see holderDeadline
 	renewing bool
 	lastErr  error // the last failed renewal's error
 	lostErr  *LockLostError
@@ -60,7 +60,7 @@ func LockFromContext(ctx context.Context) *Lock {
 }
 
 func newLock(l *Locks, parent context.Context, key, owner string, token int64, ttl time.Duration, sent time.Time) *Lock {
-	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: ttl, deadline: sent.Add(ttl), heapIndex: -1}
+	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: ttl, deadline: holderDeadline(sent, ttl), heapIndex: -1}
 	lk.ctx, lk.cancel = context.WithCancelCause(context.WithValue(parent, lockKey{}, lk))
 	lk.stopWatch = context.AfterFunc(parent, func() {
 		_ = lk.Release(context.WithoutCancel(parent))
@@ -92,8 +92,8 @@ func (lk *Lock) Context() context.Context { return lk.ctx }
 func (lk *Lock) Done() <-chan struct{} { return lk.ctx.Done() }
 
 // Held reports whether the holder can still be sure it holds the lock: it has
-// been neither released nor lost, and ttl has not passed since the last
-// renewal the store confirmed.
+// been neither released nor lost, and ttl minus [SafetyMargin] has not passed
+// since the last renewal the store confirmed was sent.
 func (lk *Lock) Held() bool {
 	if lk.ctx.Err() != nil {
 		// Released, lost, or the context given to Acquire ended (the

@@ -115,6 +115,12 @@ func (l *Locks) Store() LockStore { return l.store }
 // The lock lives inside ctx: when ctx ends, the lock's context ends with it
 // and the lock is released. Pass a context that lives as long as the work
 // the lock protects (not, say, a request context that ends before it).
+//
+// When the store call fails (a timeout, a lost connection), the store may
+// still have taken the key: the reply, not the request, may be what was
+// lost. Acquire then hands the key back, on a best-effort basis within 2s,
+// before it returns the error, so that the key is not held by nobody for a
+// whole ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	cfg := acquireConfig{ttl: l.ttl}
 	for _, o := range opts {
@@ -135,6 +141,8 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		sent := l.clock.Now()
 		token, ok, err := l.store.Acquire(ctx, key, owner, cfg.ttl)
 		if err != nil {
+			// The outcome is unknown: assume the store said yes.
+			l.releaseQuietly(key, owner, handBackTimeout)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -202,7 +210,7 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl ti
 	if broken != "" || l.closed {
 		closed := l.closed
 		l.mu.Unlock()
-		l.releaseQuietly(key, owner)
+		l.releaseQuietly(key, owner, releaseTimeout)
 		if closed {
 			return nil, ErrClosed
 		}
@@ -216,14 +224,24 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl ti
 	return lk, nil
 }
 
-// releaseQuietly hands back a key this process must not keep.
-func (l *Locks) releaseQuietly(key, owner string) {
+// handBackTimeout bounds the release Acquire sends after a store call that
+// failed: short, since the caller waits for it, and the store is likely in
+// trouble.
+const handBackTimeout = 2 * time.Second
+
+// releaseQuietly hands back a key this process must not keep, or may hold
+// without knowing it, within timeout.
+func (l *Locks) releaseQuietly(key, owner string, timeout time.Duration) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
 	// cancelled it, and must still be handed back.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
 	defer cancel()
-	if _, err := l.store.Release(ctx, key, owner); err != nil {
+	released, err := l.store.Release(ctx, key, owner)
+	switch {
+	case err != nil:
 		l.log.Warn("leasehold: could not hand back a lock; it expires after its ttl", "key", key, "err", err)
+	case released:
+		l.log.Debug("leasehold: handed back a lock this process must not keep", "key", key)
 	}
 }
 

@@ -199,7 +199,7 @@ func (lk *Lock) renew(sent, deadline time.Time) {
 		lk.mu.Unlock()
 		lk.lose(LostRefused)
 	default:
-		lk.deadline, lk.lastErr = sent.Add(lk.ttl), nil
+		lk.deadline, lk.lastErr = holderDeadline(sent, lk.ttl), nil
 		lk.mu.Unlock()
 		l.sched.schedule(lk, sent.Add(lk.ttl/3))
 	}

@@ -151,21 +151,23 @@ func TestLossByDeadline(t *testing.T) {
 	locks := newLocks(t, spy, clock, core.WithLogger(log), core.WithEventHandler(evs.handle))
 	lk := mustAcquire(t, locks, "k")
 
-	clock.Advance(10 * time.Second) // renewed, sent at 10s: deadline 40s
+	// Renewed, sent at 10s: deadline ttl minus the safety margin later, 38.5s.
+	clock.Advance(10 * time.Second)
+	deadline := t0.Add(10*time.Second + core.DefaultTTL - core.SafetyMargin(core.DefaultTTL))
 	spy.setRenewErr(errStoreDown)
-	for clock.Now().Before(t0.Add(39 * time.Second)) {
+	for clock.Now().Before(deadline.Add(-time.Second)) {
 		clock.Advance(time.Second)
 		if !lk.Held() || isDone(lk.Done()) {
 			t.Fatalf("lost at %v, before the deadline", clock.Now().Sub(t0))
 		}
 	}
-	clock.Advance(time.Second - time.Millisecond)
+	clock.Advance(deadline.Sub(clock.Now()) - time.Millisecond)
 	if !lk.Held() || isDone(lk.Done()) {
 		t.Fatal("lost 1ms before the deadline")
 	}
 	clock.Advance(time.Millisecond)
 	if lk.Held() || !isDone(lk.Done()) {
-		t.Fatal("still held at the deadline: ttl after the last confirmed renewal was sent")
+		t.Fatal("still held at the deadline: ttl minus the safety margin after the last confirmed renewal was sent")
 	}
 
 	// Retries every ttl/10 after the failure, none once the deadline passed.
@@ -176,8 +178,8 @@ func TestLossByDeadline(t *testing.T) {
 	if !errors.As(context.Cause(lk.Context()), &lost) || lost.Reason != core.LostDeadline || !errors.Is(lost, errStoreDown) || lost.Token != lk.Token() {
 		t.Fatalf("cause %v; want a LockLostError past the deadline carrying the store's error", context.Cause(lk.Context()))
 	}
-	if got := evs.list(); len(got) != 1 || got[0].Type != core.EventLockLost || !got[0].Time.Equal(t0.Add(40*time.Second)) {
-		t.Fatalf("events %+v; want one lock-lost at 40s", got)
+	if got := evs.list(); len(got) != 1 || got[0].Type != core.EventLockLost || !got[0].Time.Equal(deadline) {
+		t.Fatalf("events %+v; want one lock-lost at %v", got, deadline.Sub(t0))
 	}
 	if n := len(buf.lines("level=WARN", "renewal failed", "key=k")); n != 7 {
 		t.Fatalf("%d warnings for the 7 failed renewals:\n%s", n, buf)
@@ -188,7 +190,7 @@ func TestLossByDeadline(t *testing.T) {
 }
 
 // TestDeadlineCountsFromAcquireSend: an acquisition whose answer takes 5s
-// gives a deadline of ttl after it was sent, not after it returned.
+// gives a deadline counted from when it was sent, not from when it returned.
 func TestDeadlineCountsFromAcquireSend(t *testing.T) {
 	procClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
@@ -198,13 +200,14 @@ func TestDeadlineCountsFromAcquireSend(t *testing.T) {
 	locks := newLocks(t, spy, procClock)
 	lk := mustAcquire(t, locks, "k")
 
-	procClock.Advance(25*time.Second - time.Millisecond) // to 29.999s
+	hold := core.DefaultTTL - core.SafetyMargin(core.DefaultTTL) // 28.5s
+	procClock.Advance(hold - 5*time.Second - time.Millisecond)
 	if !lk.Held() || isDone(lk.Done()) {
-		t.Fatal("lost before ttl after the acquisition was sent")
+		t.Fatal("lost before the deadline counted from when the acquisition was sent")
 	}
 	procClock.Advance(time.Millisecond)
 	if lk.Held() || !isDone(lk.Done()) {
-		t.Fatal("still held ttl after the acquisition was sent")
+		t.Fatal("still held at the deadline counted from when the acquisition was sent")
 	}
 	if got, want := since(spy.times("renew")), seconds(10, 13, 16, 19, 22, 25, 28); !slices.Equal(got, want) {
 		t.Fatalf("renewals at %v, want %v", got, want)
@@ -223,15 +226,16 @@ func TestRecoveredRenewalMovesDeadline(t *testing.T) {
 	spy.setRenewErr(errStoreDown)
 	clock.Advance(15 * time.Second) // fails at 10s and 13s
 	spy.setRenewErr(nil)
-	clock.Advance(5 * time.Second) // succeeds at 16s: deadline 46s, next renewal 26s
+	clock.Advance(5 * time.Second) // succeeds at 16s: deadline 44.5s, next renewal 26s
 	spy.setRenewErr(errStoreDown)
-	clock.Advance(26*time.Second - time.Millisecond)
+	deadline := t0.Add(16*time.Second + core.DefaultTTL - core.SafetyMargin(core.DefaultTTL))
+	clock.Advance(deadline.Sub(clock.Now()) - time.Millisecond)
 	if !lk.Held() || isDone(lk.Done()) {
-		t.Fatal("lost before ttl after the recovered renewal was sent")
+		t.Fatal("lost before the deadline counted from the recovered renewal")
 	}
 	clock.Advance(time.Millisecond)
 	if lk.Held() || !isDone(lk.Done()) {
-		t.Fatal("still held ttl after the last confirmed renewal was sent")
+		t.Fatal("still held at the deadline counted from the last confirmed renewal")
 	}
 	if got, want := since(spy.times("renew")), seconds(10, 13, 16, 26, 29, 32, 35, 38, 41, 44); !slices.Equal(got, want) {
 		t.Fatalf("renewals at %v, want %v", got, want)
@@ -278,8 +282,8 @@ func TestHangingRenewal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("lock not lost while its renewal hangs")
 	}
-	if elapsed := time.Since(start); elapsed < ttl {
-		t.Fatalf("lost %v after the acquisition: before its ttl of %v", elapsed, ttl)
+	if elapsed, hold := time.Since(start), ttl-core.SafetyMargin(ttl); elapsed < hold {
+		t.Fatalf("lost %v after the acquisition: before its deadline, %v", elapsed, hold)
 	}
 	var lost *core.LockLostError
 	if !errors.As(context.Cause(lk.Context()), &lost) || lost.Reason != core.LostDeadline {
@@ -290,7 +294,7 @@ func TestHangingRenewal(t *testing.T) {
 	}
 	// The event follows the context's end, from the goroutine that noticed.
 	eventually(t, "the lock-lost event", func() bool { return len(evs.list()) > 0 })
-	if got := evs.list(); len(got) != 1 || got[0].Type != core.EventLockLost || got[0].Time.Before(start.Add(ttl)) {
+	if got := evs.list(); len(got) != 1 || got[0].Type != core.EventLockLost || got[0].Time.Before(start.Add(ttl-core.SafetyMargin(ttl))) {
 		t.Fatalf("events %+v; want one lock-lost after the deadline", got)
 	}
 	// The hanging call has a deadline of its own.
