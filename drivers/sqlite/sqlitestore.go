@@ -31,6 +31,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers "sqlite" with database/sql
 
+	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
 
@@ -66,7 +67,8 @@ type Store struct {
 //
 // path ":memory:" (or any in-memory URI) opens a private database of this
 // process, on one connection, since each connection to ":memory:" is a
-// database of its own.
+// database of its own. An empty path is an error matching
+// core.ErrInvalidArgument.
 func Open(path string, opts ...sqlstore.Option) (*Store, error) {
 	dsn, memory, err := dsnFor(path)
 	if err != nil {
@@ -93,7 +95,7 @@ func Open(path string, opts ...sqlstore.Option) (*Store, error) {
 // dsnFor turns path into modernc.org/sqlite's DSN, with the pragmas.
 func dsnFor(path string) (dsn string, memory bool, err error) {
 	if path == "" {
-		return "", false, fmt.Errorf("sqlitestore: empty path (use \":memory:\" for a database in memory)")
+		return "", false, fmt.Errorf("sqlitestore: empty path (use \":memory:\" for a database in memory): %w", core.ErrInvalidArgument)
 	}
 	params := "_pragma=busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")&_txlock=immediate"
 	uri := strings.HasPrefix(path, "file:")
@@ -115,10 +117,11 @@ func dsnFor(path string) (dsn string, memory bool, err error) {
 // New returns a Store over db, an open SQLite handle of any driver, and
 // creates the schema in it. The handle's settings are the caller's: give it
 // a busy timeout (and WAL mode) if several connections or processes share
-// the database. Close does not close db.
+// the database. Close does not close db. A nil db is an error matching
+// core.ErrInvalidArgument.
 func New(db *sql.DB, opts ...sqlstore.Option) (*Store, error) {
 	if db == nil {
-		return nil, fmt.Errorf("sqlitestore: nil *sql.DB")
+		return nil, fmt.Errorf("sqlitestore: nil *sql.DB: %w", core.ErrInvalidArgument)
 	}
 	s, err := newStore(db, opts)
 	if err != nil {

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,8 +55,8 @@ func TestOpenSettings(t *testing.T) {
 			t.Errorf("String() = %q", s.String())
 		}
 	}
-	if _, err := Open(""); err == nil {
-		t.Error("Open(\"\"): no error")
+	if _, err := Open(""); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("Open(\"\"): %v; want an error matching core.ErrInvalidArgument", err)
 	}
 	if _, err := Open(filepath.Join(dir, "x.db"), sqlstore.WithTable("bad name")); err == nil {
 		t.Error("a bad table name was accepted")
@@ -95,8 +96,8 @@ func TestNewOverExistingHandle(t *testing.T) {
 	if err := owner.DB().PingContext(ctx); err != nil {
 		t.Fatalf("Close of a New store closed the caller's handle: %v", err)
 	}
-	if _, err := New(nil); err == nil {
-		t.Error("New(nil): no error")
+	if _, err := New(nil); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("New(nil): %v; want an error matching core.ErrInvalidArgument", err)
 	}
 }
 
