@@ -1,0 +1,62 @@
+package testserver
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestPrivateServers starts each private server, and stops, kills and
+// restarts it: a connection pool reconnects by itself each time.
+func TestPrivateServers(t *testing.T) {
+	for _, c := range []struct {
+		start  func(testing.TB) *Server
+		driver string // "" for a server the test only dials
+	}{
+		{PrivatePostgres, "pgx"},
+		{PrivateMariaDB, "mysql"},
+		{PrivateRedis, ""},
+	} {
+		s := c.start(t)
+		t.Run(s.Kind, func(t *testing.T) {
+			ping := func(what string) {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if c.driver == "" {
+					if err := dialReady(s.Addr())(ctx); err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					return
+				}
+				db, err := sql.Open(c.driver, s.DSN)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if err := db.PingContext(ctx); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			}
+			ping("started")
+			pid := s.PID()
+			s.Restart()
+			if s.PID() == pid || s.PID() == 0 {
+				t.Fatalf("restart: pid %d, then %d", pid, s.PID())
+			}
+			ping("restarted")
+			s.Kill()
+			if s.PID() != 0 {
+				t.Fatal("killed, and still has a pid")
+			}
+			if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
+				c.Close()
+				t.Fatal("killed, and still accepts connections")
+			}
+			s.Start()
+			ping("started after a kill")
+		})
+	}
+}
