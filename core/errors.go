@@ -54,7 +54,7 @@ func (r LossReason) String() string {
 // running the same critical section from this moment on.
 //
 // With Reason [LostDeadline] the context is cancelled [SafetyMargin] (ttl/20,
-// at least 50ms) before the store can expire the lock, so that a holder whose
+// at least 250ms) before the store can expire the lock, so that a holder whose
 // timers fire late under CPU load still stops before another instance can be
 // granted the key. A holder that is frozen (a stopped VM, a long pause)
 // cannot be stopped in time: fence its writes with the lock's token.

@@ -5,20 +5,23 @@ import "time"
 // The safety margin: a holder gives up its lock this long before the store
 // can expire it. See [SafetyMargin].
 const (
-	marginFraction = 20                    // ttl/20, 5% of the ttl
-	marginFloor    = 50 * time.Millisecond // at least this, for short ttls
+	marginFraction = 20                     // ttl/20, 5% of the ttl
+	marginFloor    = 250 * time.Millisecond // at least this, for short ttls
 )
 
 // SafetyMargin returns how long before the store can expire a lock of this
-// ttl its holder gives it up: ttl/20, at least 50ms, and at most ttl/3 (so
+// ttl its holder gives it up: ttl/20, at least 250ms, and at most ttl/3 (so
 // that the renewal sent every ttl/3 still has a chance).
 //
 // The store counts a lock's ttl from the moment it runs the statement; the
 // holder counts from the moment before it sent it, which is earlier, so on
 // paper a deadline of exactly ttl is safe. In practice the holder's deadline
-// is kept by a timer, and timers fire late: under CPU load, by milliseconds
-// to tens of milliseconds, and a store's clock may run a little faster than
-// the holder's or round the ttl. Without a margin the holder's context could
+// is kept by a timer, and timers fire late: on a loaded host (every core
+// busy, the race detector on, other processes competing) the leasehold
+// tests measured losses up to about 170ms after the deadline; a container
+// throttled by its CPU quota stops for up to a quota period (100ms by
+// default). A store's clock may also run a little faster than the holder's
+// or round the ttl. Without a margin the holder's context could
 // still be live for a moment after the store freed the key and another
 // instance took it. The fraction covers clock rate differences, which grow
 // with the ttl; the floor covers late timers, which do not.

@@ -28,6 +28,7 @@ type Proxy struct {
 	refuse  bool
 	cut     *cutReply
 	closed  bool
+	writes  int // chunks forwarded from clients to the server
 	wg      sync.WaitGroup
 }
 
@@ -125,6 +126,15 @@ func (p *Proxy) CutReply(pattern []byte) <-chan struct{} {
 	defer p.mu.Unlock()
 	p.cut = &cutReply{pattern: pattern, done: make(chan struct{})}
 	return p.cut.done
+}
+
+// Requests returns how many chunks of bytes clients have sent to the server
+// through the proxy. A client of a request-reply protocol sends one chunk
+// per round trip, so the difference across a call counts its round trips.
+func (p *Proxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.writes
 }
 
 // Conns returns how many connections are open through the proxy.
@@ -239,8 +249,11 @@ func (p *Proxy) forward(pc *proxyConn, dst *net.TCPConn, chunk []byte, request b
 		p.mu.Unlock()
 		return false
 	}
-	if request && p.cut != nil && (p.cut.pattern == nil || bytes.Contains(chunk, p.cut.pattern)) {
-		pc.cutArmed = true
+	if request {
+		p.writes++
+		if p.cut != nil && (p.cut.pattern == nil || bytes.Contains(chunk, p.cut.pattern)) {
+			pc.cutArmed = true
+		}
 	}
 	var cutNow *cutReply
 	if !request && pc.cutArmed {

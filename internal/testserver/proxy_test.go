@@ -73,6 +73,9 @@ func TestProxy(t *testing.T) {
 	if got, err := c.call("hello", 5*time.Second); err != nil || got != "HELLO" {
 		t.Fatalf("through the proxy: %q, %v", got, err)
 	}
+	if n := p.Requests(); n != 1 {
+		t.Fatalf("Requests() = %d after one round trip", n)
+	}
 
 	p.SetLatency(50 * time.Millisecond)
 	start := time.Now()

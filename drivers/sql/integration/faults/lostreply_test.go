@@ -1,0 +1,110 @@
+package faults_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// TestLostReply: an Acquire whose outcome the caller never learns, although
+// the server took the key: its reply is cut (PostgreSQL's one statement,
+// MySQL's COMMIT), or the caller times out while the request is on its way
+// (latency longer than the call's deadline). The key must be free as soon
+// as Acquire has returned its error, not held by nobody for a ttl. A reply
+// cut in the middle of MySQL's acquire transaction must leave nothing
+// behind either.
+func TestLostReply(t *testing.T) {
+	const trials = 4
+	forEachBackend(t, func(t *testing.T, b backend, srv *testserver.Server) {
+		proxy := testserver.NewProxy(t, srv.Addr())
+		store, db := openStore(t, b, b.via(srv.DSN, proxy.Addr()))
+		db.SetMaxOpenConns(1) // the connection warm warms is the next call's
+		_, direct := openStore(t, b, srv.DSN)
+		h := newHolders(t, b, store, direct, "lost-reply")
+
+		type fault struct {
+			name    string
+			arm     func(key string) // sets the fault up for one Acquire of key
+			timeout time.Duration    // the Acquire's deadline
+			taken   bool             // whether the server must have taken the key
+		}
+		faults := []fault{
+			{"reply cut", func(key string) { proxy.CutReply([]byte(key)) }, 10 * time.Second, b.name == "PostgreSQL"},
+			// The connection has the statements prepared and was used
+			// within a second, so that pgx sends the statement at once:
+			// no ping, no prepare round trip.
+			{"timeout with the request on its way", func(string) {
+				warm(t, h)
+				proxy.SetLatency(300 * time.Millisecond)
+			}, 200 * time.Millisecond, b.name == "PostgreSQL"},
+		}
+		if b.name == "MariaDB" {
+			faults = append(faults, fault{"COMMIT reply cut", func(string) { proxy.CutReply([]byte("COMMIT")) }, 10 * time.Second, true})
+		}
+		for fi, f := range faults {
+			taken := 0
+			for i := range trials {
+				key := fmt.Sprintf("lost-reply:%d:%d", fi, i) // the fault's pattern must not match it
+				f.arm(key)
+				ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+				lk, err := h.acquire(ctx, key)
+				cancel()
+				proxy.SetLatency(0)
+				if err == nil {
+					t.Fatalf("%s: Acquire of %s succeeded (token %d); want the fault's error", f.name, key, lk.Token())
+				}
+				row, owner := lockRow(t, b, direct, key)
+				if owner != "" {
+					t.Fatalf("%s: after Acquire failed (%v), the store holds %s for %s until its ttl", f.name, err, key, owner)
+				}
+				if row {
+					taken++
+				}
+			}
+			if f.taken && taken != trials {
+				t.Errorf("%s: the server took the key in %d of %d trials; the scenario did not lose the reply of a granted acquire", f.name, taken, trials)
+			}
+			figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error", b.name, f.name, trials, taken)
+		}
+	})
+}
+
+// lockRow reports whether key has a row in the locks table (an acquire of
+// it reached the server and committed), and the owner of its lock if one
+// is live.
+func lockRow(t testing.TB, b backend, db *sql.DB, key string) (row bool, owner string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var (
+		o    sql.NullString
+		live bool
+	)
+	err := db.QueryRowContext(ctx, b.row, key).Scan(&o, &live)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, ""
+	case err != nil:
+		t.Fatal(err)
+	case live:
+		return true, o.String
+	}
+	return true, ""
+}
+
+// warm acquires and releases a key through h.
+func warm(t testing.TB, h *holders) {
+	t.Helper()
+	lk, err := h.acquire(context.Background(), "lost-reply:warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
