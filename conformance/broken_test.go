@@ -43,6 +43,8 @@ type flawed struct {
 	ttl32               bool                // ttl in ms squeezed into an int32
 	canon               func(string) string // keys compared after this
 	like                bool                // keys matched as SQL LIKE patterns
+	renewThenWrite      bool                // Renew checks the owner, pauses, then extends whatever holds the key (GET then PEXPIRE)
+	releaseThenWrite    bool                // Release checks the owner, pauses, then frees whatever holds the key (GET then DEL)
 	falseOnCancel       bool                // a cancelled context gets false, nil
 	ignoreCancel        bool                // a cancelled context is ignored
 
@@ -211,9 +213,32 @@ func (s *flawed) held(k string, now time.Time, ignoreExpiry bool) *entry {
 	return nil
 }
 
+// checkThenWrite is Renew or Release done as a read and a separate write,
+// the textbook way on Redis: the write lands on whatever holds the key by
+// then.
+func (s *flawed) checkThenWrite(key, owner string, write func(e *entry, now time.Time)) bool {
+	s.mu.Lock()
+	e := s.live(key, s.now())
+	ok := e != nil && e.owner == owner
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	time.Sleep(2 * time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[key]; e != nil && e.owner != "" {
+		write(e, s.now())
+	}
+	return true
+}
+
 func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return false, err
+	}
+	if s.renewThenWrite {
+		return s.checkThenWrite(key, owner, func(e *entry, now time.Time) { e.expiresAt = now.Add(ttl) }), nil
 	}
 	key = s.key(key)
 	if !s.lock() {
@@ -251,6 +276,9 @@ func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration
 func (s *flawed) Release(ctx context.Context, key, owner string) (bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return false, err
+	}
+	if s.releaseThenWrite {
+		return s.checkThenWrite(key, owner, func(e *entry, _ time.Time) { e.owner = "" }), nil
 	}
 	key = s.key(key)
 	if !s.lock() {
@@ -351,7 +379,7 @@ var brokenStores = []struct {
 	// goroutines: when they collide, one renewal is refused and the
 	// instance loses its lock.
 	{"conflicts answered as not acquired", func(s *flawed) { s.contentionFalse = true },
-		"race-distinct-keys", nil, []string{"jobs-fencing"}},
+		"race-distinct-keys", nil, []string{"jobs-fencing", "race-renew-release-takeover"}},
 	{"re-entrant acquire", func(s *flawed) { s.reentrant = true },
 		"acquire-held-key", nil, nil},
 	{"zero first token", func(s *flawed) { s.zeroToken = true },
@@ -360,7 +388,7 @@ var brokenStores = []struct {
 		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters",
 			"jobs-takeover-after-pause", "election-handover-after-pause"}, nil},
 	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
-		"renew-by-holder", []string{"renew-then-expire", "ttl-four-weeks", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
+		"renew-by-holder", []string{"renew-then-expire", "ttl-four-weeks", "race-renew-release-takeover", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
 	// Of the store cases, only renew-then-expire waits for a renewed lock to
 	// expire, so only it catches a renewal that lasts too long; the instance
 	// cases whose holders renew and then pause catch it too.
@@ -385,7 +413,7 @@ var brokenStores = []struct {
 	{"expired lock still releasable", func(s *flawed) { s.releaseIgnoreExpiry = true },
 		"expired-lock-old-owner", nil, nil},
 	{"per-key token counter that restarts when Release deletes the record", func(s *flawed) { s.perKeyCounter = true },
-		"tokens-grow", []string{"race-rounds", "token-floor-after-reset", "jobs-handover-on-close", "election-handover-on-close"}, nil},
+		"tokens-grow", []string{"race-rounds", "race-renew-release-takeover", "token-floor-after-reset", "jobs-handover-on-close", "election-handover-on-close"}, nil},
 	{"takeover of an expired lock keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true },
 		"tokens-grow", []string{"expiry-frees-key", "race-takeover-expired-key", "jobs-fencing", "election-handover-after-pause"}, nil},
 	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
@@ -412,6 +440,10 @@ var brokenStores = []struct {
 		"keys-max-length", nil, nil},
 	{"keys matched as LIKE patterns", func(s *flawed) { s.like = true },
 		"keys-special-characters", nil, nil},
+	{"renew that checks, then extends (GET then PEXPIRE)", func(s *flawed) { s.renewThenWrite = true },
+		"race-renew-release-takeover", nil, nil},
+	{"release that checks, then frees (GET then DEL)", func(s *flawed) { s.releaseThenWrite = true },
+		"race-renew-release-takeover", nil, nil},
 	{"false on a cancelled context", func(s *flawed) { s.falseOnCancel = true },
 		"cancelled-context", nil, nil},
 	{"cancelled context ignored", func(s *flawed) { s.ignoreCancel = true },
@@ -505,6 +537,8 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
 		{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true }, "ttl-four-weeks"},
 		{"read-then-write takeover", func(s *flawed) { s.takeoverReadWrite = true }, "race-takeover-expired-key"},
+		{"renew that checks, then extends", func(s *flawed) { s.renewThenWrite = true }, "race-renew-release-takeover"},
+		{"release that checks, then frees", func(s *flawed) { s.releaseThenWrite = true }, "race-renew-release-takeover"},
 		// The instance cases, with pumps moving the live instances' clocks.
 		{"renew that moves nothing, for a job", func(s *flawed) { s.renewNoExtend = true }, "jobs-one-instance"},
 		{"renew that moves nothing, for a long run", func(s *flawed) { s.renewNoExtend = true }, "jobs-no-overlap"},

@@ -282,7 +282,19 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
 		o.ResetTokens = r.ResetTokens
 	}
-	c.run(t, newEnv(store, o, c.Name))
+	e := newEnv(store, o, c.Name)
+	if c.Concurrent {
+		// Race cases are judged on their whole history too, once they
+		// have passed their own checks.
+		h := &history{now: e.clock}
+		e.store = recording{LockStore: store, h: h}
+		defer func() {
+			if !t.Failed() {
+				h.check(t)
+			}
+		}()
+	}
+	c.run(t, e)
 }
 
 // caseNamed returns the case called name, for the kit's own tests.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -23,10 +24,22 @@ type env struct {
 	store core.LockStore
 	opts  Options
 	name  string // the case's name, part of every key
+
+	start time.Time    // when the case started
+	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
 }
 
 func newEnv(store core.LockStore, opts Options, name string) *env {
-	return &env{store: store, opts: opts, name: name}
+	return &env{store: store, opts: opts, name: name, start: time.Now()}
+}
+
+// clock returns the time on the store's clock since the case started: how
+// far the case has moved it with AdvanceTime, or the real time elapsed.
+func (e *env) clock() time.Duration {
+	if e.opts.AdvanceTime != nil {
+		return time.Duration(e.moved.Load())
+	}
+	return time.Since(e.start)
 }
 
 func random() string {
@@ -164,22 +177,23 @@ func (e *env) cleanupRelease(t testing.TB, key, owner string) {
 // timeline lets time pass for a case, measured from the moment it starts:
 // on the store's clock through Options.AdvanceTime, or in real time.
 type timeline struct {
-	advance func(time.Duration)
-	start   time.Time     // real time: when the timeline started
-	moved   time.Duration // AdvanceTime: how far the clock has moved since
+	e     *env
+	start time.Time     // real time: when the timeline started
+	moved time.Duration // AdvanceTime: how far the clock has moved since
 }
 
 // startTimeline starts a timeline now. Start it after the calls whose ttl it
 // measures have returned: the store started their ttl no later than that.
 func (e *env) startTimeline() *timeline {
-	return &timeline{advance: e.opts.AdvanceTime, start: time.Now()}
+	return &timeline{e: e, start: time.Now()}
 }
 
 // until lets time pass until d after the timeline started.
 func (tl *timeline) until(d time.Duration) {
-	if tl.advance != nil {
+	if advance := tl.e.opts.AdvanceTime; advance != nil {
 		if d > tl.moved {
-			tl.advance(d - tl.moved)
+			advance(d - tl.moved)
+			tl.e.moved.Add(int64(d - tl.moved))
 			tl.moved = d
 		}
 		return
@@ -192,7 +206,7 @@ func (tl *timeline) until(d time.Duration) {
 // elapsed returns how much time has passed since the timeline started: how
 // far the case has moved the store's clock, or the real time since.
 func (tl *timeline) elapsed() time.Duration {
-	if tl.advance != nil {
+	if tl.e.opts.AdvanceTime != nil {
 		return tl.moved
 	}
 	return time.Since(tl.start)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // raceCases check the "atomic methods" rule by releasing Options.Callers
@@ -27,6 +28,13 @@ func raceCases() []Case {
 			Catches:    "a store that lets two callers into the same round of acquire, hold and release, or hands the winners of successive rounds tokens that do not grow.",
 			Concurrent: true,
 			run:        raceRounds,
+		},
+		{
+			Name:       "race-renew-release-takeover",
+			Catches:    "a Renew or Release that checks the owner and then writes in a separate step (GET then PEXPIRE, GET then DEL), so that an old holder whose lock expires in between extends or frees the lock of the owner that took the key over.",
+			Concurrent: true,
+			Waits:      true,
+			run:        raceRenewReleaseTakeover,
 		},
 		{
 			Name:       "race-distinct-keys",
@@ -137,5 +145,85 @@ func raceDistinctKeys(t testing.TB, e *env) {
 	})
 	if won := winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
 		t.Fatalf("only %d of %d concurrent Release calls by the holders of distinct keys returned true; the contract requires all: each owner holds a live lock on its own key", len(won), n)
+	}
+}
+
+// raceRenewReleaseTakeover lets many locks expire while their holders renew
+// or release them and new owners take the keys over, all at once, so that
+// the old holders' calls straddle the expiry. A correct store decides each
+// call atomically: the old holder's call succeeds only if it took effect
+// before the expiry, and then the takeover fails (renew) or comes after it
+// (release). The case's history check judges the answers; afterwards every
+// new owner that won must still hold its key.
+func raceRenewReleaseTakeover(t testing.TB, e *env) {
+	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+	for _, op := range []string{"renew", "release"} {
+		n := e.opts.Callers
+		keys, olds, news := make([]string, n), e.owners("old", n), e.owners("new", n)
+		for i := range keys {
+			keys[i] = e.key()
+			e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
+			e.cleanupRelease(t, keys[i], news[i])
+		}
+		tl := e.startTimeline()
+		// Spread the calls over a window around the expiry, so that some
+		// of them straddle it, whatever the store's latency.
+		spread := func(i int) time.Duration { return ttl - ttl/10 + time.Duration(i)*(ttl/5)/time.Duration(n) }
+		old, taken := make([]result, n), make([]result, n)
+		// With AdvanceTime, the clock moves past the expiry while the old
+		// holders' calls are in flight, and the takeovers come after it.
+		expired := make(chan struct{})
+		race(2*n+1, func(j int) {
+			switch {
+			case j == 2*n:
+				if e.opts.AdvanceTime != nil {
+					time.Sleep(time.Millisecond)
+					tl.until(ttl + ttl/10)
+				}
+				close(expired)
+			case j < n:
+				if e.opts.AdvanceTime == nil {
+					time.Sleep(time.Until(tl.start.Add(spread(j))))
+				}
+				ctx, cancel := e.ctx()
+				defer cancel()
+				if op == "renew" {
+					old[j].ok, old[j].err = e.store.Renew(ctx, keys[j], olds[j], holdTTL)
+				} else {
+					old[j].ok, old[j].err = e.store.Release(ctx, keys[j], olds[j])
+				}
+			default:
+				i := j - n
+				// In real time the new owner tries again and again, so it
+				// takes the key within a round trip of its expiry: inside
+				// the window of an old holder's call that straddles it.
+				end := tl.start.Add(spread(i) + ttl/5)
+				if e.opts.AdvanceTime == nil {
+					time.Sleep(time.Until(tl.start.Add(spread(i))))
+				} else {
+					<-expired
+				}
+				for {
+					ctx, cancel := e.ctx()
+					taken[i].token, taken[i].ok, taken[i].err = e.store.Acquire(ctx, keys[i], news[i], holdTTL)
+					cancel()
+					if taken[i].ok || taken[i].err != nil || e.opts.AdvanceTime != nil || time.Now().After(end) {
+						return
+					}
+				}
+			}
+		})
+		winners(t, old, "old holders' "+op+" calls around their locks' expiry")
+		winners(t, taken, "takeovers around the old locks' expiry")
+		for i, r := range taken {
+			if !r.ok {
+				// Refused: the old holder's lock was live, or renewed;
+				// the key is taken over once it expires for good.
+				continue
+			}
+			// An old holder's Renew and the takeover both succeeding is
+			// left to the history check, which names the calls.
+			e.mustRenew(t, keys[i], news[i], holdTTL, "it took the key over, and no one else may have touched its lock since")
+		}
 	}
 }
