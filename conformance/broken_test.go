@@ -537,8 +537,6 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
 		{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true }, "ttl-four-weeks"},
 		{"read-then-write takeover", func(s *flawed) { s.takeoverReadWrite = true }, "race-takeover-expired-key"},
-		{"renew that checks, then extends", func(s *flawed) { s.renewThenWrite = true }, "race-renew-release-takeover"},
-		{"release that checks, then frees", func(s *flawed) { s.releaseThenWrite = true }, "race-renew-release-takeover"},
 		// The instance cases, with pumps moving the live instances' clocks.
 		{"renew that moves nothing, for a job", func(s *flawed) { s.renewNoExtend = true }, "jobs-one-instance"},
 		{"renew that moves nothing, for a long run", func(s *flawed) { s.renewNoExtend = true }, "jobs-no-overlap"},

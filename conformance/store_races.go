@@ -157,7 +157,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 // new owner that won must still hold its key.
 func raceRenewReleaseTakeover(t testing.TB, e *env) {
 	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
-	for _, op := range []string{"renew", "release"} {
+	for _, op := range []string{"renew", "release", "renew", "release"} {
 		n := e.opts.Callers
 		keys, olds, news := make([]string, n), e.owners("old", n), e.owners("new", n)
 		for i := range keys {
@@ -168,7 +168,7 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 		tl := e.startTimeline()
 		// Spread the calls over a window around the expiry, so that some
 		// of them straddle it, whatever the store's latency.
-		spread := func(i int) time.Duration { return ttl - ttl/10 + time.Duration(i)*(ttl/5)/time.Duration(n) }
+		spread := func(i int) time.Duration { return ttl - ttl/4 + time.Duration(i)*(ttl/2)/time.Duration(n) }
 		old, taken := make([]result, n), make([]result, n)
 		// With AdvanceTime, the clock moves past the expiry while the old
 		// holders' calls are in flight, and the takeovers come after it.
@@ -197,7 +197,7 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 				// In real time the new owner tries again and again, so it
 				// takes the key within a round trip of its expiry: inside
 				// the window of an old holder's call that straddles it.
-				end := tl.start.Add(spread(i) + ttl/5)
+				end := tl.start.Add(spread(i) + ttl/2)
 				if e.opts.AdvanceTime == nil {
 					time.Sleep(time.Until(tl.start.Add(spread(i))))
 				} else {
