@@ -10,7 +10,7 @@
 // [Locks.Acquire] takes a key for a ttl (default 30s) and returns a [*Lock].
 // While it is held, the [Locks] instance renews it every ttl/3. The holder's
 // own deadline is ttl minus a safety margin ([SafetyMargin]: ttl/20, at least
-// 50ms) after it sent the last renewal the store confirmed, so it gives up
+// 250ms) after it sent the last renewal the store confirmed, so it gives up
 // before the store expires the lock, even when its timers fire late. The lock's
 // [Lock.Context] is cancelled the moment the holder can no longer be sure it
 // holds it: when the store refuses a renewal, or when the deadline passes
