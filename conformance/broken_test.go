@@ -401,8 +401,10 @@ var brokenStores = []struct {
 	// was taken, the very end of the time that case allows for a takeover.
 	{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true },
 		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing"}, nil},
+	// race-renew-release-takeover also catches it when the old holder's
+	// Renew comes after its lock expired, which is up to the scheduler.
 	{"renew that creates a lock", func(s *flawed) { s.renewCreates = true },
-		"renew-by-non-holder", []string{"expired-lock-old-owner"}, nil},
+		"renew-by-non-holder", []string{"expired-lock-old-owner"}, []string{"race-renew-release-takeover"}},
 	{"release without an owner check", func(s *flawed) { s.releaseAnyOwner = true },
 		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "keys-special-characters"}, nil},
 	{"release that frees nothing", func(s *flawed) { s.releaseNoop = true },
@@ -423,7 +425,7 @@ var brokenStores = []struct {
 		"token-floor-after-reset", nil, nil},
 	{"expiry on the client's clock", func(s *flawed) { s.clientClock = true },
 		"expiry-frees-key", []string{"renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
-			"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
+			"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, []string{"race-renew-release-takeover"}},
 	{"ttl in the wrong unit (expires early)", func(s *flawed) { s.ttlDivisor = 3 },
 		"expiry-frees-key", []string{"renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
 			"jobs-one-instance", "jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "election-one-leader", "election-handover-on-close", "election-handover-after-pause"}, nil},
@@ -481,7 +483,9 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 			for _, c := range Cases() {
 				o := got[c.Name]
 				switch mustFail := slices.Contains(want, c.Name); {
-				case slices.Contains(b.unsure, c.Name):
+				case slices.Contains(b.unsure, c.Name), !mustFail && c.Concurrent:
+					// A race case may catch a flaw it does not target,
+					// depending on how the goroutines interleave.
 					t.Logf("%s (either outcome accepted): %v", c.Name, o)
 				case mustFail && !o.failed:
 					t.Errorf("case %s did not fail on this store (%v)", c.Name, o)
@@ -543,7 +547,9 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		// The instance cases, with pumps moving the live instances' clocks.
 		{"renew that moves nothing, for a job", func(s *flawed) { s.renewNoExtend = true }, "jobs-one-instance"},
 		{"renew that moves nothing, for a long run", func(s *flawed) { s.renewNoExtend = true }, "jobs-no-overlap"},
-		{"renew that moves nothing, for a leader", func(s *flawed) { s.renewNoExtend = true }, "election-one-leader"},
+		// (Not for a leader: there, the two leaders overlap only between the
+		// follower's takeover and the old leader's next renewal, a window
+		// too narrow to catch every time in real time on a busy machine.)
 		{"renew that extends too far, for a job", func(s *flawed) { s.renewTooFar = true }, "jobs-takeover-after-pause"},
 		{"renew that extends too far, for a leader", func(s *flawed) { s.renewTooFar = true }, "election-handover-after-pause"},
 		{"renew without an owner check, for a job", func(s *flawed) { s.renewAnyOwner = true }, "jobs-takeover-after-pause"},
