@@ -512,7 +512,7 @@ func TestFlawlessPasses(t *testing.T) {
 			t.Errorf("flawless store: case %s: %v", name, o)
 		}
 	}
-	mem := core.NewMemoryStore(core.MemoryClock(clock))
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
 	reset := mem.ResetTokens
 	for name, o := range runAll(t, mem, clock, reset) {
 		if o.failed || o.skipped {
@@ -635,7 +635,7 @@ func TestBrokenListersFail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-			mem := core.NewMemoryStore(core.MemoryClock(clock))
+			mem := core.NewMemoryStore(core.WithMemoryClock(clock))
 			got := runAll(t, brokenLister{mem, tc.list(mem)}, clock, mem.ResetTokens)
 			if o := got["list-by-prefix"]; !o.failed {
 				t.Errorf("list-by-prefix did not fail: %v", o)

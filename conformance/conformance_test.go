@@ -13,7 +13,7 @@ import (
 // a manual clock: the kit moves the clock and never sleeps.
 func TestMemoryStore(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{
 		AdvanceTime: clock.Advance,
 		ResetTokens: store.ResetTokens,
@@ -64,7 +64,7 @@ func TestMemoryStoreOnePerCase(t *testing.T) {
 	t.Run("kit", func(t *testing.T) {
 		conformance.Run(t, func(t testing.TB) core.LockStore {
 			t.Cleanup(func() { skipped[t.Name()] = t.Skipped() })
-			return core.NewMemoryStore(core.MemoryClock(clock))
+			return core.NewMemoryStore(core.WithMemoryClock(clock))
 		}, conformance.Options{AdvanceTime: clock.Advance, Callers: 4})
 	})
 	for name, s := range skipped {

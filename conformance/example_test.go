@@ -18,7 +18,7 @@ func ExampleRun() {
 	// In a driver's _test.go file this is func TestConformance(t *testing.T).
 	testConformance := func(t *testing.T) {
 		clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-		store := core.NewMemoryStore(core.MemoryClock(clock))
+		store := core.NewMemoryStore(core.WithMemoryClock(clock))
 		// The store's ResetTokens(ctx) error method is found and used
 		// by the token-floor case.
 		conformance.Run(t, func(t testing.TB) core.LockStore { return store }, conformance.Options{

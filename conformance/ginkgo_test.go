@@ -38,7 +38,7 @@ var _ = Describe("core.MemoryStore", Label("conformance"), func() {
 	)
 	BeforeEach(func() {
 		clock = core.NewManualClock(time.Unix(1_700_000_000, 0))
-		store = core.NewMemoryStore(core.MemoryClock(clock))
+		store = core.NewMemoryStore(core.WithMemoryClock(clock))
 	})
 
 	conformance.Specs(func(testing.TB) core.LockStore { return store }, conformance.Options{

@@ -276,7 +276,7 @@ func (c *cluster) addJob(key string, body func(nd *node, ctx context.Context) er
 				return nil
 			}
 			return body(nd, ctx)
-		}, append(opts, core.JobKey(key), core.JobTTL(c.ttl))...)
+		}, append(opts, core.WithJobKey(key), core.WithJobTTL(c.ttl))...)
 		if err != nil {
 			c.t.Fatalf("%s: Locks.Job(%s) returned an error: %v", nd.name, show(key), err)
 		}

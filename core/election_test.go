@@ -402,7 +402,7 @@ func TestElectBadArguments(t *testing.T) {
 
 func TestElectAgainAfterStop(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	l := newLocks(t, store, clock)
 	campaign := core.Campaign{OnAcquired: func(*core.Lock) error { return nil }}
 	e, err := l.Elect("feed", campaign)

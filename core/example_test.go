@@ -68,7 +68,7 @@ func ExampleManualClock() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	storeClock := core.NewManualClock(start)
 	processClock := core.NewManualClock(start)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 
 	locks, err := core.New(store,
 		core.WithClock(processClock),

@@ -29,7 +29,7 @@ func (s lostReply) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 func TestAmbiguousAcquireHandsBack(t *testing.T) {
 	for _, wait := range []time.Duration{0, time.Minute} {
 		clock := core.NewManualClock(t0)
-		store := core.NewMemoryStore(core.MemoryClock(clock))
+		store := core.NewMemoryStore(core.WithMemoryClock(clock))
 		log, buf := newLogger()
 		locks := newLocks(t, lostReply{store}, clock, core.WithLogger(log))
 
@@ -51,7 +51,7 @@ func TestAmbiguousAcquireHandsBack(t *testing.T) {
 // and the caller still gets the acquire's error, bounded in time.
 func TestAmbiguousAcquireHandBackFails(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	log, buf := newLogger()
 	locks := newLocks(t, failingRelease{lostReply{store}}, clock, core.WithLogger(log))
 	if _, err := locks.Acquire(context.Background(), "k"); !errors.Is(err, errReplyLost) {

@@ -57,11 +57,11 @@ func (e *SkippedError) Is(target error) bool { return target == ErrSkipped }
 // JobOption configures a job in [Locks.Job].
 type JobOption func(*Job)
 
-// JobKey sets the job's key. Set it on every job that must never run twice:
+// WithJobKey sets the job's key. Set it on every job that must never run twice:
 // the default, the function's name, changes when the code is renamed, and
 // during a rolling deploy old and new instances would then guard the same
 // job under two keys and both run it.
-func JobKey(key string) JobOption { return func(j *Job) { j.key = key } }
+func WithJobKey(key string) JobOption { return func(j *Job) { j.key = key } }
 
 // OnOneInstance runs the job on one instance only. The first instance whose
 // tick fires takes the job's lease (the lock "<key>:owner") and keeps it,
@@ -78,10 +78,10 @@ func OnOneInstance() JobOption { return func(j *Job) { j.oneInstance = true } }
 // expires after ttl.
 func WithoutOverlapping() JobOption { return func(j *Job) { j.noOverlap = true } }
 
-// JobTTL sets the ttl of the job's lease and run lock, instead of the
+// WithJobTTL sets the ttl of the job's lease and run lock, instead of the
 // instance's default. A long run does not need a long ttl: its lock is
 // renewed every ttl/3.
-func JobTTL(ttl time.Duration) JobOption { return func(j *Job) { j.ttl = ttl } }
+func WithJobTTL(ttl time.Duration) JobOption { return func(j *Job) { j.ttl = ttl } }
 
 // Job is a function put under guards by [Locks.Job]. Call [Job.Func] from a
 // scheduler, or [Job.Run] to run it by hand. Missed ticks are not caught up:
@@ -101,9 +101,9 @@ type Job struct {
 }
 
 // Job puts fn under the guards chosen with [OnOneInstance] and
-// [WithoutOverlapping] (at least one). Its key is given with [JobKey];
+// [WithoutOverlapping] (at least one). Its key is given with [WithJobKey];
 // without one it is fn's name, which a closure does not have, so a closure
-// needs JobKey. A key that collides with another job's run lock or lease, or
+// needs WithJobKey. A key that collides with another job's run lock or lease, or
 // with an election, is refused with [ErrDuplicateKey].
 func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job, error) {
 	if fn == nil {
@@ -121,7 +121,7 @@ func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job
 	if j.key == "" {
 		name, ok := funcName(fn)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s is an anonymous function and has no stable name: set JobKey", ErrInvalidArgument, name)
+			return nil, fmt.Errorf("%w: %s is an anonymous function and has no stable name: set WithJobKey", ErrInvalidArgument, name)
 		}
 		j.key = name
 	}

@@ -50,7 +50,7 @@ type jobCluster struct {
 func newJobCluster(t *testing.T, n int, opts ...core.Option) *jobCluster {
 	t.Helper()
 	c := &jobCluster{t: t, storeClock: core.NewManualClock(clusterStart)}
-	c.store = core.NewMemoryStore(core.MemoryClock(c.storeClock))
+	c.store = core.NewMemoryStore(core.WithMemoryClock(c.storeClock))
 	for i := range n {
 		c.nodes = append(c.nodes, c.newNode(fmt.Sprintf("node%d", i), c.store, opts...))
 	}
@@ -231,7 +231,7 @@ func runAsync(job *core.Job, ctx context.Context) <-chan error {
 
 func TestOnOneInstanceIsStickyAcrossManyTicks(t *testing.T) {
 	c := newJobCluster(t, 3)
-	c.addJob(nil, core.JobKey("report"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 
 	// The order in which instances fire changes from tick to tick, as it
 	// would with unsynchronised clocks; the owner must not.
@@ -284,7 +284,7 @@ func TestOnOneInstanceIsStickyAcrossManyTicks(t *testing.T) {
 
 func TestOnOneInstanceHandsOverAfterTheOwnerDies(t *testing.T) {
 	c := newJobCluster(t, 3)
-	c.addJob(nil, core.JobKey("report"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 
 	for range 10 {
 		c.tick()
@@ -351,7 +351,7 @@ func TestOnOneInstanceHandsOverAfterTheOwnerDies(t *testing.T) {
 
 func TestOnOneInstanceHandsOverAfterCleanShutdown(t *testing.T) {
 	c := newJobCluster(t, 3)
-	c.addJob(nil, core.JobKey("report"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 	for range 5 {
 		c.tick()
 		c.advance(tickGap)
@@ -384,7 +384,7 @@ func TestOnOneInstanceHandsOverAfterCleanShutdown(t *testing.T) {
 
 func TestCloseRightAfterARunKeepsTheLeaseForTheRestOfTheSecond(t *testing.T) {
 	c := newJobCluster(t, 2)
-	c.addJob(nil, core.JobKey("report"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 	a, b := c.nodes[0], c.nodes[1]
 	if err := a.job.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -429,7 +429,7 @@ func TestCloseRightAfterARunKeepsTheLeaseForTheRestOfTheSecond(t *testing.T) {
 
 func TestCloseHandsBackAtOnceWhenItsContextIsDone(t *testing.T) {
 	c := newJobCluster(t, 1)
-	c.addJob(nil, core.JobKey("report"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 	nd := c.nodes[0]
 	if err := nd.job.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -461,7 +461,7 @@ func TestWithoutOverlappingLongRunBlocksEveryoneUntilItEnds(t *testing.T) {
 			}
 			return nil
 		}
-	}, core.JobKey("reindex"), core.WithoutOverlapping(), core.JobTTL(jobTTL))
+	}, core.WithJobKey("reindex"), core.WithoutOverlapping(), core.WithJobTTL(jobTTL))
 
 	a := c.nodes[0]
 	done := runAsync(a.job, context.Background())
@@ -519,7 +519,7 @@ func TestWithoutOverlappingLongRunBlocksEveryoneUntilItEnds(t *testing.T) {
 
 func TestWithoutOverlappingCrashedRunLockExpiresAfterTTL(t *testing.T) {
 	c := newJobCluster(t, 2)
-	c.addJob(nil, core.JobKey("reindex"), core.WithoutOverlapping(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("reindex"), core.WithoutOverlapping(), core.WithJobTTL(jobTTL))
 	// A run crashed on an instance that is gone: its run lock stays in the
 	// store, with nobody renewing it.
 	if _, ok, err := c.store.Acquire(context.Background(), "reindex", "crashed/instance", jobTTL); err != nil || !ok {
@@ -557,7 +557,7 @@ func TestWithoutOverlappingRunLockOutlivesACancelledRun(t *testing.T) {
 			}
 			return ctx.Err()
 		}
-	}, core.JobKey("reindex"), core.WithoutOverlapping(), core.JobTTL(jobTTL))
+	}, core.WithJobKey("reindex"), core.WithoutOverlapping(), core.WithJobTTL(jobTTL))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := runAsync(c.nodes[0].job, ctx)
@@ -615,7 +615,7 @@ func TestLockFromContextInsideRuns(t *testing.T) {
 	fiveRuns := func(t *testing.T, opts ...core.JobOption) []seen {
 		c := newJobCluster(t, 2)
 		var got []seen
-		c.addJob(record(&got), append(opts, core.JobKey("sync"), core.JobTTL(jobTTL))...)
+		c.addJob(record(&got), append(opts, core.WithJobKey("sync"), core.WithJobTTL(jobTTL))...)
 		for range 5 {
 			c.tick(0)
 			c.advance(tickGap)
@@ -714,7 +714,7 @@ func TestPausedOwnerLosesTheJobAndItsLateWriteIsFenced(t *testing.T) {
 					late <- lateWrite{token, context.Cause(ctx), res.write(token, nd.name+" late")}
 					return context.Cause(ctx)
 				}
-			}, append(tc.opts, core.JobKey("report"), core.JobTTL(jobTTL))...)
+			}, append(tc.opts, core.WithJobKey("report"), core.WithJobTTL(jobTTL))...)
 
 			a := c.nodes[0]
 			done := runAsync(a.job, context.Background())
@@ -795,10 +795,10 @@ func TestJobRegistration(t *testing.T) {
 
 	t.Run("two jobs with one key", func(t *testing.T) {
 		l := newL(t)
-		if _, err := l.Job(noop, core.JobKey("x"), core.OnOneInstance()); err != nil {
+		if _, err := l.Job(noop, core.WithJobKey("x"), core.OnOneInstance()); err != nil {
 			t.Fatal(err)
 		}
-		_, err := l.Job(noop, core.JobKey("x"), core.WithoutOverlapping())
+		_, err := l.Job(noop, core.WithJobKey("x"), core.WithoutOverlapping())
 		if !errors.Is(err, core.ErrDuplicateKey) {
 			t.Fatalf("second job x: %v, want ErrDuplicateKey", err)
 		}
@@ -809,10 +809,10 @@ func TestJobRegistration(t *testing.T) {
 
 	t.Run("a job key that is another job's lease", func(t *testing.T) {
 		l := newL(t)
-		if _, err := l.Job(noop, core.JobKey("x"), core.OnOneInstance()); err != nil {
+		if _, err := l.Job(noop, core.WithJobKey("x"), core.OnOneInstance()); err != nil {
 			t.Fatal(err)
 		}
-		_, err := l.Job(noop, core.JobKey("x:owner"), core.WithoutOverlapping())
+		_, err := l.Job(noop, core.WithJobKey("x:owner"), core.WithoutOverlapping())
 		if !errors.Is(err, core.ErrDuplicateKey) {
 			t.Fatalf("job x:owner: %v, want ErrDuplicateKey", err)
 		}
@@ -823,17 +823,17 @@ func TestJobRegistration(t *testing.T) {
 		}
 		// The other way round too.
 		l2 := newL(t)
-		if _, err := l2.Job(noop, core.JobKey("x:owner"), core.WithoutOverlapping()); err != nil {
+		if _, err := l2.Job(noop, core.WithJobKey("x:owner"), core.WithoutOverlapping()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l2.Job(noop, core.JobKey("x"), core.OnOneInstance()); !errors.Is(err, core.ErrDuplicateKey) {
+		if _, err := l2.Job(noop, core.WithJobKey("x"), core.OnOneInstance()); !errors.Is(err, core.ErrDuplicateKey) {
 			t.Fatalf("job x after job x:owner: %v, want ErrDuplicateKey", err)
 		}
 	})
 
 	t.Run("an election key that is a job's", func(t *testing.T) {
 		l := newL(t)
-		if _, err := l.Job(noop, core.JobKey("x"), core.OnOneInstance()); err != nil {
+		if _, err := l.Job(noop, core.WithJobKey("x"), core.OnOneInstance()); err != nil {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"x", "x:owner"} {
@@ -849,12 +849,12 @@ func TestJobRegistration(t *testing.T) {
 		if _, err := l.Elect("leader", core.Campaign{OnAcquired: func(*core.Lock) error { return nil }}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := l.Job(noop, core.JobKey("leader"), core.WithoutOverlapping())
+		_, err := l.Job(noop, core.WithJobKey("leader"), core.WithoutOverlapping())
 		if !errors.Is(err, core.ErrDuplicateKey) || !strings.Contains(err.Error(), `election "leader"`) {
 			t.Fatalf("job leader: %v, want ErrDuplicateKey naming the election", err)
 		}
 		// A refused registration reserves nothing.
-		if _, err := l.Job(noop, core.JobKey("other"), core.WithoutOverlapping()); err != nil {
+		if _, err := l.Job(noop, core.WithJobKey("other"), core.WithoutOverlapping()); err != nil {
 			t.Fatalf("job other: %v", err)
 		}
 	})
@@ -862,24 +862,24 @@ func TestJobRegistration(t *testing.T) {
 	t.Run("duplicates are per instance", func(t *testing.T) {
 		c := newJobCluster(t, 2)
 		for _, nd := range c.nodes {
-			if _, err := nd.locks.Job(noop, core.JobKey("x"), core.OnOneInstance()); err != nil {
+			if _, err := nd.locks.Job(noop, core.WithJobKey("x"), core.OnOneInstance()); err != nil {
 				t.Fatalf("%s: %v", nd.name, err)
 			}
 		}
 	})
 
-	t.Run("closures need JobKey", func(t *testing.T) {
+	t.Run("closures need WithJobKey", func(t *testing.T) {
 		l := newL(t)
 		var nested func(ctx context.Context) error
 		func() { nested = func(ctx context.Context) error { return nil } }()
 		for name, fn := range map[string]func(ctx context.Context) error{"closure": noop, "nested closure": nested} {
 			_, err := l.Job(fn, core.OnOneInstance())
-			if !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), "JobKey") {
-				t.Fatalf("%s without JobKey: %v, want ErrInvalidArgument asking for JobKey", name, err)
+			if !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithJobKey") {
+				t.Fatalf("%s without WithJobKey: %v, want ErrInvalidArgument asking for WithJobKey", name, err)
 			}
 		}
-		if _, err := l.Job(noop, core.JobKey("with-key"), core.OnOneInstance()); err != nil {
-			t.Fatalf("closure with JobKey: %v", err)
+		if _, err := l.Job(noop, core.WithJobKey("with-key"), core.OnOneInstance()); err != nil {
+			t.Fatalf("closure with WithJobKey: %v", err)
 		}
 	})
 
@@ -903,21 +903,21 @@ func TestJobRegistration(t *testing.T) {
 
 	t.Run("bad jobs", func(t *testing.T) {
 		l := newL(t)
-		if _, err := l.Job(noop, core.JobKey("g")); !errors.Is(err, core.ErrInvalidArgument) {
+		if _, err := l.Job(noop, core.WithJobKey("g")); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Fatalf("no guard: %v, want ErrInvalidArgument", err)
 		}
-		if _, err := l.Job(nil, core.JobKey("n"), core.OnOneInstance()); !errors.Is(err, core.ErrInvalidArgument) {
+		if _, err := l.Job(nil, core.WithJobKey("n"), core.OnOneInstance()); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Fatalf("nil fn: %v, want ErrInvalidArgument", err)
 		}
-		if _, err := l.Job(noop, core.JobKey(strings.Repeat("k", core.MaxKeyLength-5)), core.OnOneInstance()); !errors.Is(err, core.ErrInvalidKey) {
+		if _, err := l.Job(noop, core.WithJobKey(strings.Repeat("k", core.MaxKeyLength-5)), core.OnOneInstance()); !errors.Is(err, core.ErrInvalidKey) {
 			t.Fatalf("key whose lease key is too long: %v, want ErrInvalidKey", err)
 		}
-		if _, err := l.Job(noop, core.JobKey("t"), core.OnOneInstance(), core.JobTTL(time.Microsecond)); !errors.Is(err, core.ErrInvalidTTL) {
+		if _, err := l.Job(noop, core.WithJobKey("t"), core.OnOneInstance(), core.WithJobTTL(time.Microsecond)); !errors.Is(err, core.ErrInvalidTTL) {
 			t.Fatalf("bad ttl: %v, want ErrInvalidTTL", err)
 		}
 		// None of them reserved its key.
 		for _, k := range []string{"g", "n", "t"} {
-			if _, err := l.Job(noop, core.JobKey(k), core.OnOneInstance()); err != nil {
+			if _, err := l.Job(noop, core.WithJobKey(k), core.OnOneInstance()); err != nil {
 				t.Fatalf("job %q after its refusal: %v", k, err)
 			}
 		}
@@ -928,7 +928,7 @@ func TestJobRegistration(t *testing.T) {
 		if err := l.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Job(noop, core.JobKey("late"), core.OnOneInstance()); !errors.Is(err, core.ErrClosed) {
+		if _, err := l.Job(noop, core.WithJobKey("late"), core.OnOneInstance()); !errors.Is(err, core.ErrClosed) {
 			t.Fatalf("Job after Close: %v, want ErrClosed", err)
 		}
 	})
@@ -951,7 +951,7 @@ func TestFuncSwallowsSkipsLogsFailuresAndRecoversPanics(t *testing.T) {
 			}
 			return nil
 		}
-	}, core.JobKey("report"), core.OnOneInstance(), core.WithoutOverlapping(), core.JobTTL(jobTTL))
+	}, core.WithJobKey("report"), core.OnOneInstance(), core.WithoutOverlapping(), core.WithJobTTL(jobTTL))
 	a, b := c.nodes[0], c.nodes[1]
 	fa, fb := a.job.Func(), b.job.Func()
 
@@ -997,7 +997,7 @@ func TestRunPropagatesAPanicAfterReleasingTheRunLock(t *testing.T) {
 		c := newJobCluster(t, 1)
 		c.addJob(func(nd *jobNode) func(ctx context.Context) error {
 			return func(ctx context.Context) error { panic("boom") }
-		}, append(opts, core.JobKey("p"), core.JobTTL(jobTTL))...)
+		}, append(opts, core.WithJobKey("p"), core.WithJobTTL(jobTTL))...)
 		nd := c.nodes[0]
 		func() {
 			defer func() {

@@ -34,7 +34,7 @@ func (s *concurrencyStore) Renew(ctx context.Context, key, owner string, ttl tim
 
 func TestRenewalBurstIsBounded(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := &concurrencyStore{MemoryStore: core.NewMemoryStore(core.MemoryClock(clock)), gate: make(chan struct{})}
+	store := &concurrencyStore{MemoryStore: core.NewMemoryStore(core.WithMemoryClock(clock)), gate: make(chan struct{})}
 	l := newLocks(t, store, clock)
 	const n = 500
 	for i := range n {
@@ -63,7 +63,7 @@ func TestNewRefusesTypedNilStore(t *testing.T) {
 
 func TestInstanceNameIsSanitised(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	l := newLocks(t, store, clock, core.WithInstanceName("web\x00\xff-1"))
 	lk := mustAcquire(t, l, "k")
 	name, _, _ := strings.Cut(lk.Owner(), "/")

@@ -14,7 +14,7 @@ import (
 
 func TestAcquireRelease(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	locks := newLocks(t, store, clock)
 
 	lk := mustAcquire(t, locks, "orders")
@@ -82,7 +82,7 @@ func TestAcquireRelease(t *testing.T) {
 
 func TestAcquireWaitSucceedsOnceHolderReleases(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	holderLocks := newLocks(t, store, storeClock)
 	held := mustAcquire(t, holderLocks, "report")
 
@@ -129,7 +129,7 @@ func TestAcquireWaitSucceedsOnceHolderReleases(t *testing.T) {
 
 func TestAcquireWaitEnds(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	mustAcquire(t, newLocks(t, store, storeClock), "report")
 
 	waitClock := core.NewManualClock(t0)
@@ -159,7 +159,7 @@ func TestAcquireWaitEnds(t *testing.T) {
 
 func TestAcquireWaitEndsWithContext(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	mustAcquire(t, newLocks(t, store, storeClock), "report")
 
 	waitClock := core.NewManualClock(t0)
@@ -183,7 +183,7 @@ func TestAcquireWaitEndsWithContext(t *testing.T) {
 
 func TestAcquireWithDoneContext(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks := newLocks(t, spy, clock)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,7 +199,7 @@ func TestAcquireWithDoneContext(t *testing.T) {
 
 func TestAcquireContextEndReleasesLock(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks := newLocks(t, spy, clock)
 
@@ -235,7 +235,7 @@ func TestAcquireContextEndReleasesLock(t *testing.T) {
 
 func TestReleaseWithDoneContextStillReleases(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	locks := newLocks(t, store, clock)
 	lk := mustAcquire(t, locks, "k")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -250,7 +250,7 @@ func TestReleaseWithDoneContextStillReleases(t *testing.T) {
 
 func TestReleaseTwice(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks := newLocks(t, spy, clock)
 	lk := mustAcquire(t, locks, "k")
@@ -275,7 +275,7 @@ func TestReleaseTwice(t *testing.T) {
 func TestReleaseAfterStoreExpiry(t *testing.T) {
 	procClock := core.NewManualClock(t0)
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	var evs events
 	locks := newLocks(t, store, procClock, core.WithEventHandler(evs.handle))
 	lk := mustAcquire(t, locks, "k")
@@ -292,7 +292,7 @@ func TestReleaseAfterStoreExpiry(t *testing.T) {
 
 func TestWithLock(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	locks := newLocks(t, store, clock)
 	errFn := errors.New("fn failed")
 
@@ -370,7 +370,7 @@ func TestWithLockLost(t *testing.T) {
 		t.Run(fnReturns, func(t *testing.T) {
 			procClock := core.NewManualClock(t0)
 			storeClock := core.NewManualClock(t0)
-			store := core.NewMemoryStore(core.MemoryClock(storeClock))
+			store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 			locks := newLocks(t, store, procClock)
 
 			started := make(chan *core.Lock)
@@ -408,7 +408,7 @@ func TestWithLockLost(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	locks, err := core.New(store, core.WithClock(clock), core.WithLogger(discard))
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +456,7 @@ func TestClose(t *testing.T) {
 // TestCloseEndsWaits: Close ends an Acquire that waits for a held key.
 func TestCloseEndsWaits(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	mustAcquire(t, newLocks(t, store, storeClock), "k")
 	waitClock := core.NewManualClock(t0)
 	waiter, err := core.New(store, core.WithClock(waitClock), core.WithLogger(discard))
@@ -534,7 +534,7 @@ func TestManyLocksFewGoroutines(t *testing.T) {
 	})
 	t.Run("manual clock", func(t *testing.T) {
 		clock := core.NewManualClock(t0)
-		store := core.NewMemoryStore(core.MemoryClock(clock))
+		store := core.NewMemoryStore(core.WithMemoryClock(clock))
 		spy := newSpy(store, clock)
 		locks := newLocks(t, spy, clock)
 		var all []*core.Lock
@@ -583,7 +583,7 @@ func TestStartupLog(t *testing.T) {
 // back, and the caller gets ErrClosed.
 func TestCloseDuringAcquire(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks, err := core.New(spy, core.WithClock(clock), core.WithLogger(discard))
 	if err != nil {

@@ -31,7 +31,7 @@ func TestHolderGivesUpBeforeTheStore(t *testing.T) {
 	for _, ttl := range []time.Duration{750 * time.Millisecond, 3 * time.Second, core.DefaultTTL} {
 		t.Run(fmt.Sprintf("ttl %v, timers %v late", ttl, late), func(t *testing.T) {
 			clock := core.NewManualClock(t0)
-			store := core.NewMemoryStore(core.MemoryClock(clock))
+			store := core.NewMemoryStore(core.WithMemoryClock(clock))
 			spy := newSpy(store, clock)
 			spy.setRenewErr(errStoreDown)
 			locks := newLocks(t, spy, lateClock{clock, late})

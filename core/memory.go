@@ -29,9 +29,9 @@ type memoryEntry struct {
 // MemoryOption configures a [MemoryStore].
 type MemoryOption func(*MemoryStore)
 
-// MemoryClock makes the store measure expiry on c instead of the system clock.
+// WithMemoryClock makes the store measure expiry on c instead of the system clock.
 // Tests pass the same [ManualClock] they advance.
-func MemoryClock(c Clock) MemoryOption {
+func WithMemoryClock(c Clock) MemoryOption {
 	return func(s *MemoryStore) {
 		if c != nil {
 			s.clock = c

@@ -44,7 +44,7 @@ func memRelease(t *testing.T, s *core.MemoryStore, key, owner string) bool {
 
 func TestMemoryStoreExpiry(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	s := core.NewMemoryStore(core.MemoryClock(clock))
+	s := core.NewMemoryStore(core.WithMemoryClock(clock))
 	first, ok := memAcquire(t, s, "k", "a", 10*time.Second)
 	if !ok || first <= 0 {
 		t.Fatalf("Acquire of a free key: token %d, ok %v", first, ok)
@@ -95,7 +95,7 @@ func TestMemoryStoreExpiry(t *testing.T) {
 
 func TestMemoryStoreRelease(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	s := core.NewMemoryStore(core.MemoryClock(clock))
+	s := core.NewMemoryStore(core.WithMemoryClock(clock))
 	first, _ := memAcquire(t, s, "k", "a", time.Minute)
 	if memRelease(t, s, "k", "b") {
 		t.Fatal("released for another owner")
@@ -113,7 +113,7 @@ func TestMemoryStoreRelease(t *testing.T) {
 
 func TestMemoryStoreTokenFloor(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	s := core.NewMemoryStore(core.MemoryClock(clock))
+	s := core.NewMemoryStore(core.WithMemoryClock(clock))
 	last := map[string]int64{}
 	keys := []string{"a", "b", "c"}
 	for round := range 4 {
@@ -139,7 +139,7 @@ func TestMemoryStoreTokenFloor(t *testing.T) {
 
 func TestMemoryStoreList(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	s := core.NewMemoryStore(core.MemoryClock(clock))
+	s := core.NewMemoryStore(core.WithMemoryClock(clock))
 	tokens := map[string]int64{}
 	for _, k := range []string{"jobs/b", "jobs/a", "elections/x", "jobs/released", "jobs/expired", "jobsx"} {
 		ttl := time.Minute
@@ -175,7 +175,7 @@ func TestMemoryStoreList(t *testing.T) {
 var _ core.Lister = (*core.MemoryStore)(nil)
 
 func TestMemoryStoreExactKeys(t *testing.T) {
-	s := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
+	s := core.NewMemoryStore(core.WithMemoryClock(core.NewManualClock(t0)))
 	for i, k := range []string{"key", "Key", "KEY", "key ", " key", "café", "cafe\u0301"} {
 		if _, ok := memAcquire(t, s, k, fmt.Sprint("o", i), time.Minute); !ok {
 			t.Fatalf("%q was folded into another key", k)
@@ -184,7 +184,7 @@ func TestMemoryStoreExactKeys(t *testing.T) {
 }
 
 func TestMemoryStoreCancelledContext(t *testing.T) {
-	s := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
+	s := core.NewMemoryStore(core.WithMemoryClock(core.NewManualClock(t0)))
 	memAcquire(t, s, "k", "a", time.Minute)
 	ctx, cancel := context.WithCancel(bg)
 	cancel()

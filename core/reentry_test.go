@@ -21,7 +21,7 @@ func advanceOrDeadlock(t *testing.T, clock *core.ManualClock, d time.Duration) {
 
 func TestEventHandlerMayCloseOnLockLost(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	clock := core.NewManualClock(t0)
 	var l *core.Locks
 	closed := make(chan error, 1)
@@ -52,7 +52,7 @@ func TestEventHandlerMayCloseOnLockLost(t *testing.T) {
 func TestElectionCallbacksMayStopAndClose(t *testing.T) {
 	t.Run("Stop from OnAcquired", func(t *testing.T) {
 		clock := core.NewManualClock(t0)
-		store := core.NewMemoryStore(core.MemoryClock(clock))
+		store := core.NewMemoryStore(core.WithMemoryClock(clock))
 		holder := mustAcquire(t, newLocks(t, store, clock), "feed")
 		l := newLocks(t, store, clock)
 		var e *core.Election
@@ -87,7 +87,7 @@ func TestElectionCallbacksMayStopAndClose(t *testing.T) {
 	})
 	t.Run("Close from OnLost", func(t *testing.T) {
 		storeClock := core.NewManualClock(t0)
-		store := core.NewMemoryStore(core.MemoryClock(storeClock))
+		store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 		clock := core.NewManualClock(t0)
 		var l *core.Locks
 		closed := make(chan error, 1)

@@ -17,7 +17,7 @@ func TestRenewalCadence(t *testing.T) {
 	for _, mode := range []string{"1s steps", "one Advance"} {
 		t.Run(mode, func(t *testing.T) {
 			clock := core.NewManualClock(t0)
-			store := core.NewMemoryStore(core.MemoryClock(clock))
+			store := core.NewMemoryStore(core.WithMemoryClock(clock))
 			spy := newSpy(store, clock)
 			locks := newLocks(t, spy, clock)
 			lk := mustAcquire(t, locks, "k") // default ttl, 30s
@@ -67,7 +67,7 @@ type pausedHolder struct {
 
 func newPausedHolder(t *testing.T, opts ...core.Option) *pausedHolder {
 	h := &pausedHolder{procClock: core.NewManualClock(t0), storeClock: core.NewManualClock(t0), evs: &events{}}
-	h.store = core.NewMemoryStore(core.MemoryClock(h.storeClock))
+	h.store = core.NewMemoryStore(core.WithMemoryClock(h.storeClock))
 	h.spy = newSpy(h.store, h.procClock)
 	log, buf := newLogger()
 	h.log = buf
@@ -144,7 +144,7 @@ func TestLossByRefusal(t *testing.T) {
 
 func TestLossByDeadline(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	log, buf := newLogger()
 	var evs events
@@ -193,7 +193,7 @@ func TestLossByDeadline(t *testing.T) {
 // gives a deadline counted from when it was sent, not from when it returned.
 func TestDeadlineCountsFromAcquireSend(t *testing.T) {
 	procClock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
+	store := core.NewMemoryStore(core.WithMemoryClock(core.NewManualClock(t0)))
 	spy := newSpy(store, procClock)
 	spy.beforeAcquire = func(context.Context, string) { procClock.Advance(5 * time.Second) }
 	spy.setRenewErr(errStoreDown)
@@ -218,7 +218,7 @@ func TestDeadlineCountsFromAcquireSend(t *testing.T) {
 // moves the deadline to ttl after it was sent.
 func TestRecoveredRenewalMovesDeadline(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks := newLocks(t, spy, clock)
 	lk := mustAcquire(t, locks, "k")
@@ -249,7 +249,7 @@ func TestHangingRenewal(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	baseline := runtime.NumGoroutine()
 	// The store's time stands still, so the late answer is a yes.
-	store := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
+	store := core.NewMemoryStore(core.WithMemoryClock(core.NewManualClock(t0)))
 	spy := newSpy(store, core.SystemClock())
 	entered := make(chan context.Context, 1)
 	unblock := make(chan struct{})
@@ -323,7 +323,7 @@ func TestHangingRenewal(t *testing.T) {
 // the store: the renewal's context ends, and Close returns.
 func TestCloseCancelsHangingRenewal(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	entered := make(chan struct{})
 	spy.beforeRenew = func(ctx context.Context, _ string) {
@@ -361,7 +361,7 @@ func TestCloseCancelsHangingRenewal(t *testing.T) {
 func TestPanickingEventHandler(t *testing.T) {
 	log, buf := newLogger()
 	procClock, storeClock := core.NewManualClock(t0), core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(storeClock))
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	spy := newSpy(store, procClock)
 	calls := 0
 	locks := newLocks(t, spy, procClock, core.WithLogger(log), core.WithEventHandler(func(core.Event) {
@@ -410,7 +410,7 @@ func TestDeadlineCountsFromRenewalSend(t *testing.T) {
 		ttl  = 900 * time.Millisecond
 		slow = ttl / 3 // the first renewal's round trip
 	)
-	store := core.NewMemoryStore(core.MemoryClock(core.NewManualClock(t0)))
+	store := core.NewMemoryStore(core.WithMemoryClock(core.NewManualClock(t0)))
 	spy := newSpy(store, core.SystemClock())
 	var callStart time.Time
 	spy.beforeRenew = func(context.Context, string) {

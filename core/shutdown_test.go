@@ -105,7 +105,7 @@ func newShutdownFixture(t *testing.T) *shutdownFixture {
 			f.order.add("run end")
 			return nil
 		}
-	}, core.JobKey("job"), core.OnOneInstance(), core.WithoutOverlapping(), core.JobTTL(jobTTL))
+	}, core.WithJobKey("job"), core.OnOneInstance(), core.WithoutOverlapping(), core.WithJobTTL(jobTTL))
 	if _, err := f.nd.locks.Elect("leader", core.Campaign{
 		TTL:        electionTTL,
 		OnAcquired: func(*core.Lock) error { return nil },
@@ -226,7 +226,7 @@ func TestCloseStopsWaitingForARunWhenItsContextEnds(t *testing.T) {
 
 func TestRunWithADoneContextDoesNotRun(t *testing.T) {
 	c := newJobCluster(t, 1)
-	c.addJob(nil, core.JobKey("j"), core.OnOneInstance(), core.JobTTL(jobTTL))
+	c.addJob(nil, core.WithJobKey("j"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := c.nodes[0].job.Run(ctx); !errors.Is(err, context.Canceled) || c.totalRuns() != 0 {

@@ -29,7 +29,7 @@ func TestBrokenTokens(t *testing.T) {
 		for _, via := range []string{"Acquire", "WithLock"} {
 			t.Run(c.name+"/"+via, func(t *testing.T) {
 				clock := core.NewManualClock(t0)
-				store := core.NewMemoryStore(core.MemoryClock(clock))
+				store := core.NewMemoryStore(core.WithMemoryClock(clock))
 				spy := newSpy(store, clock)
 				locks := newLocks(t, spy, clock)
 
@@ -79,7 +79,7 @@ func TestBrokenTokens(t *testing.T) {
 // TestTokensGrowPerKey: the growing-token rule is per key.
 func TestTokensGrowPerKey(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	spy.tokenFn = func(key string, _ int64) int64 { return map[string]int64{"a": 10, "b": 3}[key] }
 	locks := newLocks(t, spy, clock)
@@ -93,7 +93,7 @@ func TestTokensGrowPerKey(t *testing.T) {
 
 func TestOwnerIDs(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	a := newLocks(t, store, clock, core.WithInstanceName("web-1"))
 	b := newLocks(t, store, clock, core.WithInstanceName("web-1")) // same name
 	const n = 1000
@@ -135,7 +135,7 @@ func TestOwnerIDs(t *testing.T) {
 func TestOwnerIDDefaultsToHostAndPID(t *testing.T) {
 	host, _ := os.Hostname()
 	clock := core.NewManualClock(t0)
-	locks := newLocks(t, core.NewMemoryStore(core.MemoryClock(clock)), clock)
+	locks := newLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), clock)
 	lk := mustAcquire(t, locks, "k")
 	if prefix := fmt.Sprintf("%s:%d/", host, os.Getpid()); !strings.HasPrefix(lk.Owner(), prefix) {
 		t.Fatalf("owner %q, want the prefix %q", lk.Owner(), prefix)
@@ -147,7 +147,7 @@ func TestOwnerIDDefaultsToHostAndPID(t *testing.T) {
 func TestLongInstanceName(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	for _, name := range []string{strings.Repeat("w", 300), strings.Repeat("é", 150), "w" + strings.Repeat("日", 100)} {
-		locks := newLocks(t, core.NewMemoryStore(core.MemoryClock(clock)), clock, core.WithInstanceName(name))
+		locks := newLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), clock, core.WithInstanceName(name))
 		lk := mustAcquire(t, locks, "k", core.WithTTL(time.Second))
 		owner := lk.Owner()
 		instance := owner[:strings.LastIndexByte(owner, '/')]

@@ -24,7 +24,7 @@ func noPanic(t *testing.T, what string, f func()) {
 
 func TestBadInputs(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	locks := newLocks(t, spy, clock)
 
@@ -90,7 +90,7 @@ func TestBadInputs(t *testing.T) {
 
 func TestGoodInputs(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	locks := newLocks(t, store, clock)
 	for _, c := range []struct {
 		name string

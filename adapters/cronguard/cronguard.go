@@ -26,10 +26,10 @@ import (
 )
 
 // Wrap puts job under the guards given in opts ([core.OnOneInstance],
-// [core.WithoutOverlapping] or both, and optionally [core.JobTTL]) on locks,
+// [core.WithoutOverlapping] or both, and optionally [core.WithJobTTL]) on locks,
 // under key. It returns the cron.Job to schedule and the [*core.Job], whose
 // Run runs one tick by hand (from an admin endpoint, say). key overrides any
-// [core.JobKey] in opts. It fails with an error matching
+// [core.WithJobKey] in opts. It fails with an error matching
 // [core.ErrInvalidArgument] for an empty key, no guard or a nil job, and
 // [core.ErrDuplicateKey] when key is already used on locks.
 func Wrap(locks *core.Locks, key string, job cron.Job, opts ...core.JobOption) (cron.Job, *core.Job, error) {
@@ -89,7 +89,7 @@ func guard(locks *core.Locks, key string, fn func(context.Context) error, opts [
 	if key == "" {
 		return nil, nil, fmt.Errorf("cronguard: %w: empty key: a guarded cron job needs an explicit, stable key", core.ErrInvalidArgument)
 	}
-	all := append(append([]core.JobOption(nil), opts...), core.JobKey(key))
+	all := append(append([]core.JobOption(nil), opts...), core.WithJobKey(key))
 	j, err := locks.Job(fn, all...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cronguard: %w", err)

@@ -159,12 +159,12 @@ func TestWrapAndGuard(t *testing.T) {
 	ran := 0
 	inner := cron.FuncJob(func() { ran++ })
 
-	job, guarded, err := cronguard.Wrap(locks, "wrapped", inner, core.JobKey("ignored"), core.WithoutOverlapping())
+	job, guarded, err := cronguard.Wrap(locks, "wrapped", inner, core.WithJobKey("ignored"), core.WithoutOverlapping())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if guarded.Key() != "wrapped" {
-		t.Fatalf("key = %q, want the explicit key to win over JobKey", guarded.Key())
+		t.Fatalf("key = %q, want the explicit key to win over WithJobKey", guarded.Key())
 	}
 	job.Run()
 	if err := guarded.Run(context.Background()); err != nil {

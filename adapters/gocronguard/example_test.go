@@ -22,7 +22,7 @@ func ExampleNewLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	locker, err := gocronguard.NewLocker(locks, gocronguard.KeyPrefix("gocron:"))
+	locker, err := gocronguard.NewLocker(locks, gocronguard.WithKeyPrefix("gocron:"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 //   - [Locker], for gocron.WithDistributedLocker: every instance fires every
 //     tick; the first to take the job's lock runs it, the others skip it. The
-//     lock is held for the run and at least [MinHold] after it began, so that
+//     lock is held for the run and at least [WithMinHold] after it began, so that
 //     instances whose clocks fire the same tick a little later skip it too.
 //   - [Elector], for gocron.WithDistributedElector: the instances elect a
 //     leader with [core.Locks.Elect], and only the leader runs jobs. When it
@@ -48,21 +48,21 @@ var _ gocron.Locker = (*Locker)(nil)
 // LockerOption configures a [Locker].
 type LockerOption func(*Locker)
 
-// KeyPrefix puts prefix before every job name to make the lock key (default:
-// none, the key is the job's name).
-func KeyPrefix(prefix string) LockerOption { return func(l *Locker) { l.prefix = prefix } }
+// WithKeyPrefix puts prefix before every job name to make the lock key
+// (default: none, the key is the job's name).
+func WithKeyPrefix(prefix string) LockerOption { return func(l *Locker) { l.prefix = prefix } }
 
-// LockTTL sets the ttl of the run locks (default: the [core.Locks]
+// WithTTL sets the ttl of the run locks (default: the [core.Locks]
 // instance's). A long run does not need a long ttl: its lock is renewed
 // every ttl/3 while it runs. A crashed run's lock expires after ttl.
-func LockTTL(ttl time.Duration) LockerOption { return func(l *Locker) { l.ttl = ttl } }
+func WithTTL(ttl time.Duration) LockerOption { return func(l *Locker) { l.ttl = ttl } }
 
-// MinHold sets how long, from the start of a run, the lock is kept even if
-// the run ends sooner (default [DefaultMinHold]). Pick it above the spread
+// WithMinHold sets how long, from the start of a run, the lock is kept even
+// if the run ends sooner (default [DefaultMinHold]). Pick it above the spread
 // between the instances' clocks and below the job's interval; 0 releases
 // the lock as soon as the run ends, which lets an instance that fires late
 // run the same tick again.
-func MinHold(d time.Duration) LockerOption { return func(l *Locker) { l.minHold = d } }
+func WithMinHold(d time.Duration) LockerOption { return func(l *Locker) { l.minHold = d } }
 
 // NewLocker returns a gocron.Locker on locks, for
 // gocron.WithDistributedLocker or gocron.WithDistributedJobLocker.
@@ -82,7 +82,7 @@ func NewLocker(locks *core.Locks, opts ...LockerOption) (*Locker, error) {
 		}
 	}
 	if l.minHold < 0 {
-		return nil, fmt.Errorf("gocronguard: %w: negative MinHold %v", core.ErrInvalidArgument, l.minHold)
+		return nil, fmt.Errorf("gocronguard: %w: negative WithMinHold %v", core.ErrInvalidArgument, l.minHold)
 	}
 	return l, nil
 }

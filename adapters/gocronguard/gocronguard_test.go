@@ -62,7 +62,7 @@ func TestLockerRunsEachTickOnOneInstance(t *testing.T) {
 	var scheds []gocron.Scheduler
 	for i := range 3 {
 		name := fmt.Sprintf("node%d", i)
-		locker, err := gocronguard.NewLocker(newLocks(t, store, name, 3*time.Second), gocronguard.KeyPrefix("gocron:"), gocronguard.MinHold(500*time.Millisecond))
+		locker, err := gocronguard.NewLocker(newLocks(t, store, name, 3*time.Second), gocronguard.WithKeyPrefix("gocron:"), gocronguard.WithMinHold(500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +128,11 @@ func TestLockerRunsEachTickOnOneInstance(t *testing.T) {
 
 func TestLockerMinHold(t *testing.T) {
 	store := core.NewMemoryStore()
-	a, err := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute), gocronguard.MinHold(200*time.Millisecond))
+	a, err := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute), gocronguard.WithMinHold(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute), gocronguard.MinHold(0))
+	b, err := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute), gocronguard.WithMinHold(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestLockerMinHold(t *testing.T) {
 	if held := time.Since(start); held < 200*time.Millisecond {
 		t.Fatalf("lock released %v after the start, want MinHold (200ms)", held)
 	}
-	// MinHold(0): released by Unlock itself.
+	// WithMinHold(0): released by Unlock itself.
 	if err := lk2.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +176,8 @@ func TestLockerMinHold(t *testing.T) {
 
 func TestLockerKeepsTheLockWhenTheJobContextEnds(t *testing.T) {
 	store := core.NewMemoryStore()
-	a, _ := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute), gocronguard.MinHold(0))
-	b, _ := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute), gocronguard.MinHold(0))
+	a, _ := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute), gocronguard.WithMinHold(0))
+	b, _ := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute), gocronguard.WithMinHold(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	lk, err := a.Lock(ctx, "job")
 	if err != nil {
@@ -203,10 +203,10 @@ func TestNewLockerRefusesBadOptions(t *testing.T) {
 	if _, err := gocronguard.NewLocker(nil); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Errorf("nil locks: %v", err)
 	}
-	if _, err := gocronguard.NewLocker(l, gocronguard.LockTTL(time.Microsecond)); !errors.Is(err, core.ErrInvalidTTL) {
+	if _, err := gocronguard.NewLocker(l, gocronguard.WithTTL(time.Microsecond)); !errors.Is(err, core.ErrInvalidTTL) {
 		t.Errorf("bad ttl: %v", err)
 	}
-	if _, err := gocronguard.NewLocker(l, gocronguard.MinHold(-time.Second)); !errors.Is(err, core.ErrInvalidArgument) {
+	if _, err := gocronguard.NewLocker(l, gocronguard.WithMinHold(-time.Second)); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Errorf("negative hold: %v", err)
 	}
 }

@@ -127,7 +127,7 @@ func newBareCluster(t *testing.T) *cluster {
 	c := &cluster{
 		t:          t,
 		storeClock: storeClock,
-		store:      core.NewMemoryStore(core.MemoryClock(storeClock)),
+		store:      core.NewMemoryStore(core.WithMemoryClock(storeClock)),
 		accounting: accounting,
 		warehouse:  warehouse,
 		logs:       logs,

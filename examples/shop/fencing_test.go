@@ -80,7 +80,7 @@ func TestWithoutFencingThePausedOwnerOverwrites(t *testing.T) {
 	c := newBareCluster(t)
 	for _, n := range c.nodes {
 		job, err := n.locks.Job(n.shop.reconcileStockBefore,
-			core.JobKey(ReconcileJobKey), core.OnOneInstance(), core.WithoutOverlapping())
+			core.WithJobKey(ReconcileJobKey), core.OnOneInstance(), core.WithoutOverlapping())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ type Jobs struct {
 // instance and never overlaps itself.
 func (s *Shop) NewJobs(locks *core.Locks) (*Jobs, error) {
 	export, err := locks.Job(s.exportJob,
-		core.JobKey(ExportJobKey),
+		core.WithJobKey(ExportJobKey),
 		core.OnOneInstance(),
 		core.WithoutOverlapping(),
 	)
@@ -35,7 +35,7 @@ func (s *Shop) NewJobs(locks *core.Locks) (*Jobs, error) {
 		return nil, err
 	}
 	reconcile, err := locks.Job(s.ReconcileStock,
-		core.JobKey(ReconcileJobKey),
+		core.WithJobKey(ReconcileJobKey),
 		core.OnOneInstance(),
 		core.WithoutOverlapping(),
 	)

@@ -13,7 +13,7 @@ func TestOnOneInstanceRunsEachTickOnce(t *testing.T) {
 	c := newBareCluster(t)
 	for _, n := range c.nodes {
 		s, locks := n.shop, n.locks
-		export, err := locks.Job(s.exportJob, core.JobKey(ExportJobKey), core.OnOneInstance())
+		export, err := locks.Job(s.exportJob, core.WithJobKey(ExportJobKey), core.OnOneInstance())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ func (d *demo) addInstance(name, path string, log *slog.Logger) error {
 		st.Close()
 		return fmt.Errorf("demo: %s: %w", name, err)
 	}
-	inst.job, err = inst.locks.Job(d.report(inst), core.JobKey(demoJob), core.OnOneInstance())
+	inst.job, err = inst.locks.Job(d.report(inst), core.WithJobKey(demoJob), core.OnOneInstance())
 	if err != nil {
 		inst.locks.Close(context.Background())
 		st.Close()
