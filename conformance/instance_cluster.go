@@ -513,34 +513,3 @@ func (c *cluster) describeElection() string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// ---------------------------------------------------------------------------
-// A fenced resource
-
-// fencedResource stands for what a job writes to, such as a database row
-// with a token column and a conditional update: it keeps the highest fencing
-// token it has seen and refuses a write with a lower one, so that a holder
-// that paused past its lease cannot overwrite the next holder's work.
-type fencedResource struct {
-	mu      sync.Mutex
-	highest int64
-	value   string
-}
-
-var errStaleToken = errors.New("write refused: stale fencing token")
-
-func (r *fencedResource) write(token int64, value string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if token < r.highest {
-		return fmt.Errorf("%w: %d < %d", errStaleToken, token, r.highest)
-	}
-	r.highest, r.value = token, value
-	return nil
-}
-
-func (r *fencedResource) read() (int64, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.highest, r.value
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // jobsOneInstance ticks a job on three instances, in a different order each
@@ -168,7 +169,7 @@ type pauseOutcome struct {
 	old, new      *core.Lock // the locks the paused owner's run and the taker's run ran under
 	late          lateWrite
 	runErr        error // the paused owner's Run
-	resource      *fencedResource
+	resource      *coretest.FencedResource
 	pausedAt      time.Duration // the cluster's time at the pause
 }
 
@@ -182,7 +183,7 @@ type pauseOutcome struct {
 // token on a fenced resource. The caller checks the outcome.
 func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 	c := newCluster(t, e, 3)
-	o := &pauseOutcome{c: c, paused: c.nodes[0], resource: &fencedResource{}}
+	o := &pauseOutcome{c: c, paused: c.nodes[0], resource: &coretest.FencedResource{}}
 	started := make(chan context.Context, 1)
 	late := make(chan lateWrite, 1)
 	stop := make(chan struct{})
@@ -191,7 +192,7 @@ func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 	first.Store(true)
 	c.addJob(e.key(), func(nd *node, ctx context.Context) error {
 		token := core.LockFromContext(ctx).Token()
-		if err := o.resource.write(token, nd.name); err != nil {
+		if err := o.resource.Write(token, nd.name); err != nil {
 			return err
 		}
 		if nd != o.paused || !first.CompareAndSwap(true, false) {
@@ -205,7 +206,7 @@ func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 			return nil
 		}
 		cause := context.Cause(ctx)
-		late <- lateWrite{token: token, cause: cause, err: o.resource.write(token, nd.name+" (late)")}
+		late <- lateWrite{token: token, cause: cause, err: o.resource.Write(token, nd.name+" (late)")}
 		return cause
 	}, opts...)
 
@@ -301,11 +302,11 @@ func jobsFencing(t testing.TB, e *env) {
 	if o.old.Token() <= 0 || o.new.Token() <= o.old.Token() {
 		t.Fatalf("the paused i0 ran under token %d on %s, and %s took over with token %d; the store must give a takeover a token greater than the expired lock's, or a fenced resource cannot tell the new holder's writes from the old one's", o.old.Token(), show(o.old.Key()), o.taker.name, o.new.Token())
 	}
-	if !errors.Is(o.late.err, errStaleToken) {
-		highest, value := o.resource.read()
+	if !errors.Is(o.late.err, coretest.ErrStaleToken) {
+		highest, value := o.resource.Read()
 		t.Fatalf("the resumed i0's late write with its old token %d returned %v (the resource now holds %q, highest token %d); a resource that keeps the highest token must refuse it, which takes a greater token for the new holder", o.late.token, o.late.err, value, highest)
 	}
-	if highest, value := o.resource.read(); highest != o.new.Token() || value != o.taker.name {
+	if highest, value := o.resource.Read(); highest != o.new.Token() || value != o.taker.name {
 		t.Fatalf("the fenced resource holds %q with token %d; it must hold the new owner %s's write with token %d", value, highest, o.taker.name, o.new.Token())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 const electionTTL = 9 * time.Second // campaigns and renewals every 3s
@@ -161,7 +162,7 @@ func TestElectionOneLeaderAmongThree(t *testing.T) {
 			t.Fatalf("%s saw events %+v", cd.nd.name, evs)
 		}
 	}
-	if lines := cands[0].nd.logs.lines("level=INFO", `msg="leasehold: leadership acquired"`, "key=leader"); len(lines) != 1 {
+	if lines := cands[0].nd.logs.Lines("level=INFO", `msg="leasehold: leadership acquired"`, "key=leader"); len(lines) != 1 {
 		t.Fatalf("leadership acquired logged %d times", len(lines))
 	}
 }
@@ -321,7 +322,7 @@ func TestElectionStepsDownWhenOnAcquiredFails(t *testing.T) {
 			if len(evs) != 1 || evs[0].Err == nil || !strings.Contains(evs[0].Err.Error(), tc.want) || evs[0].Token != acq[0].Token() {
 				t.Fatalf("leadership-lost events %+v", evs)
 			}
-			if lines := cands[0].nd.logs.lines("level=ERROR", "leader stepping down: OnAcquired failed"); len(lines) != 1 {
+			if lines := cands[0].nd.logs.Lines("level=ERROR", "leader stepping down: OnAcquired failed"); len(lines) != 1 {
 				t.Fatalf("step-down logged %d times", len(lines))
 			}
 
@@ -403,7 +404,7 @@ func TestElectBadArguments(t *testing.T) {
 func TestElectAgainAfterStop(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	l := newLocks(t, store, clock)
+	l := coretest.NewLocks(t, store, core.WithClock(clock))
 	campaign := core.Campaign{OnAcquired: func(*core.Lock) error { return nil }}
 	e, err := l.Elect("feed", campaign)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 var errReplyLost = errors.New("invalid connection")
@@ -30,8 +31,9 @@ func TestAmbiguousAcquireHandsBack(t *testing.T) {
 	for _, wait := range []time.Duration{0, time.Minute} {
 		clock := core.NewManualClock(t0)
 		store := core.NewMemoryStore(core.WithMemoryClock(clock))
-		log, buf := newLogger()
-		locks := newLocks(t, lostReply{store}, clock, core.WithLogger(log))
+		buf := &coretest.LogBuffer{}
+		log := buf.Logger()
+		locks := coretest.NewLocks(t, lostReply{store}, core.WithClock(clock), core.WithLogger(log))
 
 		lk, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour), core.WithWait(wait))
 		if lk != nil || !errors.Is(err, errReplyLost) {
@@ -40,10 +42,10 @@ func TestAmbiguousAcquireHandsBack(t *testing.T) {
 		if h := holder(t, store, "k"); h != "" {
 			t.Fatalf("after a failed Acquire (wait %v), the store holds k for %s until its ttl", wait, h)
 		}
-		if len(buf.lines("level=DEBUG", "handed back", "key=k")) != 1 {
+		if len(buf.Lines("level=DEBUG", "handed back", "key=k")) != 1 {
 			t.Fatalf("no debug line for the hand-back:\n%s", buf)
 		}
-		mustAcquire(t, newLocks(t, store, clock), "k")
+		mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(clock)), "k")
 	}
 }
 
@@ -52,12 +54,13 @@ func TestAmbiguousAcquireHandsBack(t *testing.T) {
 func TestAmbiguousAcquireHandBackFails(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	log, buf := newLogger()
-	locks := newLocks(t, failingRelease{lostReply{store}}, clock, core.WithLogger(log))
+	buf := &coretest.LogBuffer{}
+	log := buf.Logger()
+	locks := coretest.NewLocks(t, failingRelease{lostReply{store}}, core.WithClock(clock), core.WithLogger(log))
 	if _, err := locks.Acquire(context.Background(), "k"); !errors.Is(err, errReplyLost) {
 		t.Fatalf("Acquire: %v; want the store's error", err)
 	}
-	if len(buf.lines("level=WARN", "could not hand back", "key=k")) != 1 {
+	if len(buf.Lines("level=WARN", "could not hand back", "key=k")) != 1 {
 		t.Fatalf("no warning for the failed hand-back:\n%s", buf)
 	}
 }

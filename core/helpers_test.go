@@ -1,11 +1,9 @@
 package core_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,19 +16,6 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var discard = slog.New(slog.DiscardHandler)
 
-// newLocks returns a Locks on store and clock that logs nowhere (unless opts
-// say otherwise) and is closed when the test ends.
-func newLocks(t testing.TB, store core.LockStore, clock core.Clock, opts ...core.Option) *core.Locks {
-	t.Helper()
-	all := append([]core.Option{core.WithClock(clock), core.WithLogger(discard)}, opts...)
-	l, err := core.New(store, all...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
-	return l
-}
-
 func mustAcquire(t testing.TB, l *core.Locks, key string, opts ...core.AcquireOption) *core.Lock {
 	t.Helper()
 	lk, err := l.Acquire(context.Background(), key, opts...)
@@ -38,44 +23,6 @@ func mustAcquire(t testing.TB, l *core.Locks, key string, opts ...core.AcquireOp
 		t.Fatalf("Acquire(%q): %v", key, err)
 	}
 	return lk
-}
-
-// logBuffer collects log output; renewals log from their own goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns the logged lines that contain every one of parts.
-func (b *logBuffer) lines(parts ...string) []string {
-	var out []string
-	for line := range strings.Lines(b.String()) {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func newLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
 // events collects what an event handler receives.

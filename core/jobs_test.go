@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // The job and election tests model a service of N instances as N Locks, each
@@ -32,7 +31,7 @@ type jobNode struct {
 	name   string
 	clock  *core.ManualClock
 	locks  *core.Locks
-	logs   *logBuffer
+	logs   *coretest.LogBuffer
 	job    *core.Job
 	paused bool
 	runs   atomic.Int64
@@ -59,9 +58,8 @@ func newJobCluster(t *testing.T, n int, opts ...core.Option) *jobCluster {
 
 func (c *jobCluster) newNode(name string, store core.LockStore, opts ...core.Option) *jobNode {
 	c.t.Helper()
-	nd := &jobNode{name: name, clock: core.NewManualClock(clusterStart), logs: &logBuffer{}}
-	log := slog.New(slog.NewTextHandler(nd.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	all := append([]core.Option{core.WithClock(nd.clock), core.WithLogger(log), core.WithInstanceName(name)}, opts...)
+	nd := &jobNode{name: name, clock: core.NewManualClock(clusterStart), logs: &coretest.LogBuffer{}}
+	all := append([]core.Option{core.WithClock(nd.clock), core.WithLogger(nd.logs.Logger()), core.WithInstanceName(name)}, opts...)
 	l, err := core.New(store, all...)
 	if err != nil {
 		c.t.Fatalf("New: %v", err)
@@ -272,12 +270,12 @@ func TestOnOneInstanceIsStickyAcrossManyTicks(t *testing.T) {
 		t.Fatalf("lease held by %q, want node0", got)
 	}
 	for _, nd := range c.nodes[1:] {
-		lines := nd.logs.lines("level=DEBUG", `msg="leasehold: job tick skipped"`, "key=report", `reason="it runs on another instance"`)
+		lines := nd.logs.Lines("level=DEBUG", `msg="leasehold: job tick skipped"`, "key=report", `reason="it runs on another instance"`)
 		if len(lines) != 300 {
-			t.Fatalf("%s logged %d skip lines, want 300:\n%s", nd.name, len(lines), nd.logs.buf.String())
+			t.Fatalf("%s logged %d skip lines, want 300:\n%s", nd.name, len(lines), nd.logs.String())
 		}
 	}
-	if lines := c.nodes[0].logs.lines("leasehold: job lease taken; this instance runs the job", "key=report"); len(lines) != 1 {
+	if lines := c.nodes[0].logs.Lines("leasehold: job lease taken; this instance runs the job", "key=report"); len(lines) != 1 {
 		t.Fatalf("owner logged the lease taken %d times, want once", len(lines))
 	}
 }
@@ -363,7 +361,7 @@ func TestOnOneInstanceHandsOverAfterCleanShutdown(t *testing.T) {
 	if got := c.holderOf("report:owner"); got != "" {
 		t.Fatalf("lease still held by %q after Close", got)
 	}
-	if lines := c.nodes[0].logs.lines("leasehold: job lease handed back", "key=report"); len(lines) != 1 {
+	if lines := c.nodes[0].logs.Lines("leasehold: job lease handed back", "key=report"); len(lines) != 1 {
 		t.Fatalf("handed-back lines: %q", lines)
 	}
 	// The very next tick, anywhere, takes the lease: no ttl to wait.
@@ -492,7 +490,7 @@ func TestWithoutOverlappingLongRunBlocksEveryoneUntilItEnds(t *testing.T) {
 		t.Fatalf("%d runs, want 1", got)
 	}
 	for _, nd := range c.nodes {
-		if n := len(nd.logs.lines(`msg="leasehold: job tick skipped"`, `reason="a run is still in progress"`)); n != 600 {
+		if n := len(nd.logs.Lines(`msg="leasehold: job tick skipped"`, `reason="a run is still in progress"`)); n != 600 {
 			t.Fatalf("%s logged %d in-progress skips, want 600", nd.name, n)
 		}
 	}
@@ -657,125 +655,6 @@ func TestLockFromContextInsideRuns(t *testing.T) {
 			t.Fatalf("LockFromContext outside a run = %v", lk)
 		}
 	})
-}
-
-// fencedResource is a resource that keeps the highest fencing token it has
-// seen and refuses a write with a lower one, as a database row with a
-// token column and a conditional update does.
-type fencedResource struct {
-	mu      sync.Mutex
-	highest int64
-	value   string
-}
-
-var errStaleToken = errors.New("stale fencing token")
-
-func (r *fencedResource) write(token int64, value string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if token < r.highest {
-		return fmt.Errorf("%w: %d < %d", errStaleToken, token, r.highest)
-	}
-	r.highest, r.value = token, value
-	return nil
-}
-
-func TestPausedOwnerLosesTheJobAndItsLateWriteIsFenced(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []core.JobOption
-		key  string // of the lock that fences
-	}{
-		{"OnOneInstance", []core.JobOption{core.OnOneInstance()}, "report:owner"},
-		{"OnOneInstance+WithoutOverlapping", []core.JobOption{core.OnOneInstance(), core.WithoutOverlapping()}, "report"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newJobCluster(t, 3)
-			res := &fencedResource{}
-			type lateWrite struct {
-				token int64
-				cause error
-				err   error
-			}
-			late := make(chan lateWrite, 1)
-			started := make(chan struct{}, 1)
-			c.addJob(func(nd *jobNode) func(ctx context.Context) error {
-				return func(ctx context.Context) error {
-					token := core.LockFromContext(ctx).Token()
-					if err := res.write(token, nd.name+" first"); err != nil {
-						return err
-					}
-					if nd.name != "node0" {
-						return nil
-					}
-					// node0's run goes on, then the process pauses in it.
-					started <- struct{}{}
-					<-ctx.Done()
-					late <- lateWrite{token, context.Cause(ctx), res.write(token, nd.name+" late")}
-					return context.Cause(ctx)
-				}
-			}, append(tc.opts, core.WithJobKey("report"), core.WithJobTTL(jobTTL))...)
-
-			a := c.nodes[0]
-			done := runAsync(a.job, context.Background())
-			recvWithin(t, "node0's run", started)
-			oldToken := res.highest
-
-			// node0 pauses: its clock stops. After ttl its locks expire in
-			// the store and the next tick elsewhere takes the job.
-			a.paused = true
-			var takenAt time.Duration
-			for i := 1; i <= 15 && c.nodes[1].runs.Load() == 0; i++ {
-				c.advance(tickGap)
-				c.tick(1, 2)
-				takenAt = time.Duration(i) * tickGap
-			}
-			if c.nodes[1].runs.Load() != 1 || c.nodes[2].runs.Load() != 0 {
-				t.Fatalf("runs after the pause: node1 %d, node2 %d; want node1 to take over", c.nodes[1].runs.Load(), c.nodes[2].runs.Load())
-			}
-			if takenAt > jobTTL {
-				t.Fatalf("taken over %v after the pause, want at most ttl", takenAt)
-			}
-			if got := c.holderOf(tc.key); got != "node1" && tc.key == "report:owner" {
-				t.Fatalf("%q held by %q, want node1", tc.key, got)
-			}
-			newToken := res.highest
-			if newToken <= oldToken {
-				t.Fatalf("new holder's token %d is not above the paused one's %d", newToken, oldToken)
-			}
-			// The paused process has not noticed anything yet.
-			notYet(t, "node0's late write", late)
-
-			// node0 resumes: its next renewal is refused, the run's context
-			// ends with a *LockLostError, and its late write is refused.
-			a.paused = false
-			a.clock.Advance(jobTTL)
-			w := recvWithin(t, "node0's late write", late)
-			var lost *core.LockLostError
-			if !errors.As(w.cause, &lost) || lost.Reason != core.LostRefused {
-				t.Fatalf("run context cause = %v, want a *LockLostError refused by the store", w.cause)
-			}
-			if w.token != oldToken || !errors.Is(w.err, errStaleToken) {
-				t.Fatalf("late write with token %d = %v, want refused as stale", w.token, w.err)
-			}
-			if res.value != "node1 first" {
-				t.Fatalf("resource holds %q, want node1's write", res.value)
-			}
-			err := recvWithin(t, "node0's Run", done)
-			if !errors.As(err, &lost) {
-				t.Fatalf("paused Run = %v, want a *LockLostError", err)
-			}
-			if lines := a.logs.lines("level=WARN", "leasehold: lock lost"); len(lines) == 0 {
-				t.Fatal("no lock-lost warning on node0")
-			}
-			// node0 ticks again: node1 owns the job now.
-			if tc.key == "report:owner" {
-				if r, _ := skipReason(a.job.Run(context.Background())); r != core.SkipOtherInstance {
-					t.Fatal("node0 ran again after losing the lease")
-				}
-			}
-		})
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -960,23 +839,23 @@ func TestFuncSwallowsSkipsLogsFailuresAndRecoversPanics(t *testing.T) {
 	if a.runs.Load() != 1 || b.runs.Load() != 0 {
 		t.Fatalf("runs: node0 %d, node1 %d", a.runs.Load(), b.runs.Load())
 	}
-	if n := len(b.logs.lines("level=ERROR")); n != 0 {
-		t.Fatalf("a skip was logged as an error: %s", b.logs.buf.String())
+	if n := len(b.logs.Lines("level=ERROR")); n != 0 {
+		t.Fatalf("a skip was logged as an error: %s", b.logs.String())
 	}
-	if n := len(b.logs.lines("level=DEBUG", "leasehold: job tick skipped")); n != 1 {
+	if n := len(b.logs.Lines("level=DEBUG", "leasehold: job tick skipped")); n != 1 {
 		t.Fatalf("node1 logged %d skips, want 1", n)
 	}
 
 	mode.Store("fail")
 	fa()
-	if lines := a.logs.lines("level=ERROR", `msg="leasehold: job failed"`, "key=report", `err="disk full"`); len(lines) != 1 {
-		t.Fatalf("failure not logged once: %s", a.logs.buf.String())
+	if lines := a.logs.Lines("level=ERROR", `msg="leasehold: job failed"`, "key=report", `err="disk full"`); len(lines) != 1 {
+		t.Fatalf("failure not logged once: %s", a.logs.String())
 	}
 
 	mode.Store("panic")
 	fa() // must not panic
-	if lines := a.logs.lines("level=ERROR", `msg="leasehold: job panicked"`, "key=report", `panic="nil map"`); len(lines) != 1 {
-		t.Fatalf("panic not logged once: %s", a.logs.buf.String())
+	if lines := a.logs.Lines("level=ERROR", `msg="leasehold: job panicked"`, "key=report", `panic="nil map"`); len(lines) != 1 {
+		t.Fatalf("panic not logged once: %s", a.logs.String())
 	}
 	// The panicking run's lock was released: the next run is not blocked.
 	if got := c.holderOf("report"); got != "" {

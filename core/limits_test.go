@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // concurrencyStore counts the Renew calls in flight at once.
@@ -35,7 +36,7 @@ func (s *concurrencyStore) Renew(ctx context.Context, key, owner string, ttl tim
 func TestRenewalBurstIsBounded(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := &concurrencyStore{MemoryStore: core.NewMemoryStore(core.WithMemoryClock(clock)), gate: make(chan struct{})}
-	l := newLocks(t, store, clock)
+	l := coretest.NewLocks(t, store, core.WithClock(clock))
 	const n = 500
 	for i := range n {
 		mustAcquire(t, l, "burst:"+strings.Repeat("k", i%7)+string(rune('a'+i%26))+time.Duration(i).String())
@@ -64,7 +65,7 @@ func TestNewRefusesTypedNilStore(t *testing.T) {
 func TestInstanceNameIsSanitised(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	l := newLocks(t, store, clock, core.WithInstanceName("web\x00\xff-1"))
+	l := coretest.NewLocks(t, store, core.WithClock(clock), core.WithInstanceName("web\x00\xff-1"))
 	lk := mustAcquire(t, l, "k")
 	name, _, _ := strings.Cut(lk.Owner(), "/")
 	if name != "web??-1" {

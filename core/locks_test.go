@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 func TestAcquireRelease(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	locks := newLocks(t, store, clock)
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
 
 	lk := mustAcquire(t, locks, "orders")
 	if lk.Key() != "orders" || lk.Owner() == "" || lk.Token() <= 0 || lk.TTL() != core.DefaultTTL {
@@ -40,7 +41,7 @@ func TestAcquireRelease(t *testing.T) {
 	if _, err := locks.Acquire(context.Background(), "orders"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("Acquire of a held key: %v, want ErrNotAcquired", err)
 	}
-	other := newLocks(t, store, clock)
+	other := coretest.NewLocks(t, store, core.WithClock(clock))
 	if _, err := other.Acquire(context.Background(), "orders"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("Acquire of a key held by another instance: %v, want ErrNotAcquired", err)
 	}
@@ -83,12 +84,12 @@ func TestAcquireRelease(t *testing.T) {
 func TestAcquireWaitSucceedsOnceHolderReleases(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
-	holderLocks := newLocks(t, store, storeClock)
+	holderLocks := coretest.NewLocks(t, store, core.WithClock(storeClock))
 	held := mustAcquire(t, holderLocks, "report")
 
 	waitClock := core.NewManualClock(t0)
 	spy := newSpy(store, waitClock)
-	waiter := newLocks(t, spy, waitClock)
+	waiter := coretest.NewLocks(t, spy, core.WithClock(waitClock))
 	res := acquireAsync(waiter, context.Background(), "report", core.WithWait(time.Minute))
 
 	// While the key is held, the waiter keeps trying, backing off.
@@ -130,11 +131,11 @@ func TestAcquireWaitSucceedsOnceHolderReleases(t *testing.T) {
 func TestAcquireWaitEnds(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
-	mustAcquire(t, newLocks(t, store, storeClock), "report")
+	mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(storeClock)), "report")
 
 	waitClock := core.NewManualClock(t0)
 	spy := newSpy(store, waitClock)
-	waiter := newLocks(t, spy, waitClock)
+	waiter := coretest.NewLocks(t, spy, core.WithClock(waitClock))
 	res := acquireAsync(waiter, context.Background(), "report", core.WithWait(2*time.Second))
 
 	r, moved := drive(t, waitClock, time.Millisecond, 10*time.Second, res, spy.granted)
@@ -160,10 +161,10 @@ func TestAcquireWaitEnds(t *testing.T) {
 func TestAcquireWaitEndsWithContext(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
-	mustAcquire(t, newLocks(t, store, storeClock), "report")
+	mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(storeClock)), "report")
 
 	waitClock := core.NewManualClock(t0)
-	waiter := newLocks(t, store, waitClock)
+	waiter := coretest.NewLocks(t, store, core.WithClock(waitClock))
 	stop := errors.New("shutting down")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	res := acquireAsync(waiter, ctx, "report", core.WithWait(time.Hour))
@@ -185,7 +186,7 @@ func TestAcquireWithDoneContext(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	lk, err := locks.Acquire(ctx, "k")
@@ -201,7 +202,7 @@ func TestAcquireContextEndReleasesLock(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	lk, err := locks.Acquire(ctx, "k")
@@ -218,7 +219,7 @@ func TestAcquireContextEndReleasesLock(t *testing.T) {
 	if h := holder(t, store, "k"); h != "" {
 		t.Fatalf("store still holds the key for %s", h)
 	}
-	other := newLocks(t, store, clock)
+	other := coretest.NewLocks(t, store, core.WithClock(clock))
 	mustAcquire(t, other, "k")
 	if err := lk.Release(context.Background()); err != nil {
 		t.Fatalf("Release after the ctx released it: %v", err)
@@ -236,7 +237,7 @@ func TestAcquireContextEndReleasesLock(t *testing.T) {
 func TestReleaseWithDoneContextStillReleases(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	locks := newLocks(t, store, clock)
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
 	lk := mustAcquire(t, locks, "k")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -252,13 +253,13 @@ func TestReleaseTwice(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 	lk := mustAcquire(t, locks, "k")
 	if err := lk.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else takes the key: a second Release must not touch it.
-	other := mustAcquire(t, newLocks(t, store, clock), "k")
+	other := mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(clock)), "k")
 	if err := lk.Release(context.Background()); err != nil {
 		t.Fatalf("second Release: %v", err)
 	}
@@ -277,7 +278,7 @@ func TestReleaseAfterStoreExpiry(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	var evs events
-	locks := newLocks(t, store, procClock, core.WithEventHandler(evs.handle))
+	locks := coretest.NewLocks(t, store, core.WithClock(procClock), core.WithEventHandler(evs.handle))
 	lk := mustAcquire(t, locks, "k")
 	storeClock.Advance(core.DefaultTTL)
 	err := lk.Release(context.Background())
@@ -293,7 +294,7 @@ func TestReleaseAfterStoreExpiry(t *testing.T) {
 func TestWithLock(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	locks := newLocks(t, store, clock)
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
 	errFn := errors.New("fn failed")
 
 	t.Run("returns", func(t *testing.T) {
@@ -371,7 +372,7 @@ func TestWithLockLost(t *testing.T) {
 			procClock := core.NewManualClock(t0)
 			storeClock := core.NewManualClock(t0)
 			store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
-			locks := newLocks(t, store, procClock)
+			locks := coretest.NewLocks(t, store, core.WithClock(procClock))
 
 			started := make(chan *core.Lock)
 			var cause error
@@ -391,7 +392,7 @@ func TestWithLockLost(t *testing.T) {
 			// The process pauses past its ttl; another holder takes the key;
 			// the process's next renewal is refused.
 			storeClock.Advance(core.DefaultTTL + time.Second)
-			mustAcquire(t, newLocks(t, store, storeClock), "job")
+			mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(storeClock)), "job")
 			procClock.Advance(core.DefaultTTL / 3)
 
 			err := <-done
@@ -421,7 +422,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another instance's lock is not this instance's to release.
-	foreign := mustAcquire(t, newLocks(t, store, clock), "foreign")
+	foreign := mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(clock)), "foreign")
 
 	if err := locks.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -457,7 +458,7 @@ func TestClose(t *testing.T) {
 func TestCloseEndsWaits(t *testing.T) {
 	storeClock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
-	mustAcquire(t, newLocks(t, store, storeClock), "k")
+	mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(storeClock)), "k")
 	waitClock := core.NewManualClock(t0)
 	waiter, err := core.New(store, core.WithClock(waitClock), core.WithLogger(discard))
 	if err != nil {
@@ -536,7 +537,7 @@ func TestManyLocksFewGoroutines(t *testing.T) {
 		clock := core.NewManualClock(t0)
 		store := core.NewMemoryStore(core.WithMemoryClock(clock))
 		spy := newSpy(store, clock)
-		locks := newLocks(t, spy, clock)
+		locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 		var all []*core.Lock
 		for i := range n {
 			all = append(all, mustAcquire(t, locks, fmt.Sprintf("k%d", i)))
@@ -561,20 +562,22 @@ func TestManyLocksFewGoroutines(t *testing.T) {
 }
 
 func TestStartupLog(t *testing.T) {
-	log, buf := newLogger()
+	buf := &coretest.LogBuffer{}
+	log := buf.Logger()
 	if _, err := core.New(core.NewMemoryStore(), core.WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.lines("level=WARN", "excludes callers in this process only"); len(got) != 1 {
+	if got := buf.Lines("level=WARN", "excludes callers in this process only"); len(got) != 1 {
 		t.Fatalf("start-up log on the memory store:\n%s\nwant one warn line naming its limit", buf)
 	}
 
-	log, buf = newLogger()
+	buf = &coretest.LogBuffer{}
+	log = buf.Logger()
 	spy := newSpy(core.NewMemoryStore(), core.SystemClock())
 	if _, err := core.New(spy, core.WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.lines("level=INFO", "spyStore"); len(got) != 1 || strings.Contains(buf.String(), "WARN") {
+	if got := buf.Lines("level=INFO", "spyStore"); len(got) != 1 || strings.Contains(buf.String(), "WARN") {
 		t.Fatalf("start-up log on another store:\n%s\nwant one info line naming it", buf)
 	}
 }

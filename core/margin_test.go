@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // lateClock is a ManualClock whose timers fire late, as timers of a
@@ -34,7 +35,7 @@ func TestHolderGivesUpBeforeTheStore(t *testing.T) {
 			store := core.NewMemoryStore(core.WithMemoryClock(clock))
 			spy := newSpy(store, clock)
 			spy.setRenewErr(errStoreDown)
-			locks := newLocks(t, spy, lateClock{clock, late})
+			locks := coretest.NewLocks(t, spy, core.WithClock(lateClock{clock, late}))
 			lk := mustAcquire(t, locks, "k", core.WithTTL(ttl))
 
 			step := max(ttl/3000, 100*time.Microsecond)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // advanceOrDeadlock advances clock in another goroutine and fails the test
@@ -25,7 +26,7 @@ func TestEventHandlerMayCloseOnLockLost(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	var l *core.Locks
 	closed := make(chan error, 1)
-	l = newLocks(t, store, clock, core.WithEventHandler(func(ev core.Event) {
+	l = coretest.NewLocks(t, store, core.WithClock(clock), core.WithEventHandler(func(ev core.Event) {
 		if ev.Type == core.EventLockLost {
 			closed <- l.Close(context.Background())
 		}
@@ -53,8 +54,8 @@ func TestElectionCallbacksMayStopAndClose(t *testing.T) {
 	t.Run("Stop from OnAcquired", func(t *testing.T) {
 		clock := core.NewManualClock(t0)
 		store := core.NewMemoryStore(core.WithMemoryClock(clock))
-		holder := mustAcquire(t, newLocks(t, store, clock), "feed")
-		l := newLocks(t, store, clock)
+		holder := mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(clock)), "feed")
+		l := coretest.NewLocks(t, store, core.WithClock(clock))
 		var e *core.Election
 		stopped := make(chan error, 1)
 		lostWith := make(chan error, 1)
@@ -91,7 +92,7 @@ func TestElectionCallbacksMayStopAndClose(t *testing.T) {
 		clock := core.NewManualClock(t0)
 		var l *core.Locks
 		closed := make(chan error, 1)
-		l = newLocks(t, store, clock)
+		l = coretest.NewLocks(t, store, core.WithClock(clock))
 		_, err := l.Elect("feed", core.Campaign{
 			TTL:        30 * time.Second,
 			OnAcquired: func(*core.Lock) error { return nil },

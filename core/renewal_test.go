@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 var errStoreDown = errors.New("store down")
@@ -19,7 +20,7 @@ func TestRenewalCadence(t *testing.T) {
 			clock := core.NewManualClock(t0)
 			store := core.NewMemoryStore(core.WithMemoryClock(clock))
 			spy := newSpy(store, clock)
-			locks := newLocks(t, spy, clock)
+			locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 			lk := mustAcquire(t, locks, "k") // default ttl, 30s
 			short := mustAcquire(t, locks, "short", core.WithTTL(9*time.Second))
 
@@ -61,7 +62,7 @@ type pausedHolder struct {
 	store                 *core.MemoryStore
 	spy                   *spyStore
 	locks                 *core.Locks
-	log                   *logBuffer
+	log                   *coretest.LogBuffer
 	evs                   *events
 }
 
@@ -69,10 +70,9 @@ func newPausedHolder(t *testing.T, opts ...core.Option) *pausedHolder {
 	h := &pausedHolder{procClock: core.NewManualClock(t0), storeClock: core.NewManualClock(t0), evs: &events{}}
 	h.store = core.NewMemoryStore(core.WithMemoryClock(h.storeClock))
 	h.spy = newSpy(h.store, h.procClock)
-	log, buf := newLogger()
-	h.log = buf
-	opts = append([]core.Option{core.WithLogger(log), core.WithEventHandler(h.evs.handle)}, opts...)
-	h.locks = newLocks(t, h.spy, h.procClock, opts...)
+	h.log = &coretest.LogBuffer{}
+	opts = append([]core.Option{core.WithClock(h.procClock), core.WithLogger(h.log.Logger()), core.WithEventHandler(h.evs.handle)}, opts...)
+	h.locks = coretest.NewLocks(t, h.spy, opts...)
 	return h
 }
 
@@ -90,7 +90,7 @@ func TestLossByRefusal(t *testing.T) {
 			h.storeClock.Advance(core.DefaultTTL + time.Second)
 			var other *core.Lock
 			if taken {
-				other = mustAcquire(t, newLocks(t, h.store, h.storeClock), "billing")
+				other = mustAcquire(t, coretest.NewLocks(t, h.store, core.WithClock(h.storeClock)), "billing")
 			}
 			if !lk.Held() || isDone(lk.Done()) {
 				t.Fatal("a paused process noticed the loss before its clock moved")
@@ -123,7 +123,7 @@ func TestLossByRefusal(t *testing.T) {
 			if ev.Type != core.EventLockLost || ev.Key != "billing" || ev.Token != lk.Token() || !ev.Time.Equal(t0.Add(10*time.Second)) || !errors.As(ev.Err, &lost) {
 				t.Fatalf("event %+v", ev)
 			}
-			if got := h.log.lines("level=WARN", "lock lost", "key=billing"); len(got) != 1 {
+			if got := h.log.Lines("level=WARN", "lock lost", "key=billing"); len(got) != 1 {
 				t.Fatalf("log:\n%s\nwant one warn line naming the key", h.log)
 			}
 
@@ -146,9 +146,10 @@ func TestLossByDeadline(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	log, buf := newLogger()
+	buf := &coretest.LogBuffer{}
+	log := buf.Logger()
 	var evs events
-	locks := newLocks(t, spy, clock, core.WithLogger(log), core.WithEventHandler(evs.handle))
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock), core.WithLogger(log), core.WithEventHandler(evs.handle))
 	lk := mustAcquire(t, locks, "k")
 
 	// Renewed, sent at 10s: deadline ttl minus the safety margin later, 38.5s.
@@ -181,10 +182,10 @@ func TestLossByDeadline(t *testing.T) {
 	if got := evs.list(); len(got) != 1 || got[0].Type != core.EventLockLost || !got[0].Time.Equal(deadline) {
 		t.Fatalf("events %+v; want one lock-lost at %v", got, deadline.Sub(t0))
 	}
-	if n := len(buf.lines("level=WARN", "renewal failed", "key=k")); n != 7 {
+	if n := len(buf.Lines("level=WARN", "renewal failed", "key=k")); n != 7 {
 		t.Fatalf("%d warnings for the 7 failed renewals:\n%s", n, buf)
 	}
-	if n := len(buf.lines("level=WARN", "lock lost", "key=k")); n != 1 {
+	if n := len(buf.Lines("level=WARN", "lock lost", "key=k")); n != 1 {
 		t.Fatalf("no warning for the loss:\n%s", buf)
 	}
 }
@@ -197,7 +198,7 @@ func TestDeadlineCountsFromAcquireSend(t *testing.T) {
 	spy := newSpy(store, procClock)
 	spy.beforeAcquire = func(context.Context, string) { procClock.Advance(5 * time.Second) }
 	spy.setRenewErr(errStoreDown)
-	locks := newLocks(t, spy, procClock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(procClock))
 	lk := mustAcquire(t, locks, "k")
 
 	hold := core.DefaultTTL - core.SafetyMargin(core.DefaultTTL) // 28.5s
@@ -220,7 +221,7 @@ func TestRecoveredRenewalMovesDeadline(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 	lk := mustAcquire(t, locks, "k")
 
 	spy.setRenewErr(errStoreDown)
@@ -359,12 +360,13 @@ func TestCloseCancelsHangingRenewal(t *testing.T) {
 }
 
 func TestPanickingEventHandler(t *testing.T) {
-	log, buf := newLogger()
+	buf := &coretest.LogBuffer{}
+	log := buf.Logger()
 	procClock, storeClock := core.NewManualClock(t0), core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	spy := newSpy(store, procClock)
 	calls := 0
-	locks := newLocks(t, spy, procClock, core.WithLogger(log), core.WithEventHandler(func(core.Event) {
+	locks := coretest.NewLocks(t, spy, core.WithClock(procClock), core.WithLogger(log), core.WithEventHandler(func(core.Event) {
 		calls++
 		panic("handler bug")
 	}))
@@ -376,7 +378,7 @@ func TestPanickingEventHandler(t *testing.T) {
 	if calls != 1 || !isDone(lost.Done()) || lost.Held() {
 		t.Fatalf("handler called %d times, lost lock done: %v", calls, isDone(lost.Done()))
 	}
-	if got := buf.lines("level=ERROR", "event handler panicked", "handler bug"); len(got) != 1 {
+	if got := buf.Lines("level=ERROR", "event handler panicked", "handler bug"); len(got) != 1 {
 		t.Fatalf("log:\n%s\nwant the handler's panic logged", buf)
 	}
 	var lle *core.LockLostError

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 func TestBrokenTokens(t *testing.T) {
@@ -31,7 +32,7 @@ func TestBrokenTokens(t *testing.T) {
 				clock := core.NewManualClock(t0)
 				store := core.NewMemoryStore(core.WithMemoryClock(clock))
 				spy := newSpy(store, clock)
-				locks := newLocks(t, spy, clock)
+				locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 
 				var first *core.Lock
 				for range 3 {
@@ -82,7 +83,7 @@ func TestTokensGrowPerKey(t *testing.T) {
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
 	spy.tokenFn = func(key string, _ int64) int64 { return map[string]int64{"a": 10, "b": 3}[key] }
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 	if a := mustAcquire(t, locks, "a"); a.Token() != 10 {
 		t.Fatalf("token %d", a.Token())
 	}
@@ -94,8 +95,8 @@ func TestTokensGrowPerKey(t *testing.T) {
 func TestOwnerIDs(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	a := newLocks(t, store, clock, core.WithInstanceName("web-1"))
-	b := newLocks(t, store, clock, core.WithInstanceName("web-1")) // same name
+	a := coretest.NewLocks(t, store, core.WithClock(clock), core.WithInstanceName("web-1"))
+	b := coretest.NewLocks(t, store, core.WithClock(clock), core.WithInstanceName("web-1")) // same name
 	const n = 1000
 	seen := map[string]bool{}
 	var suffixes []string
@@ -135,7 +136,7 @@ func TestOwnerIDs(t *testing.T) {
 func TestOwnerIDDefaultsToHostAndPID(t *testing.T) {
 	host, _ := os.Hostname()
 	clock := core.NewManualClock(t0)
-	locks := newLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), clock)
+	locks := coretest.NewLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), core.WithClock(clock))
 	lk := mustAcquire(t, locks, "k")
 	if prefix := fmt.Sprintf("%s:%d/", host, os.Getpid()); !strings.HasPrefix(lk.Owner(), prefix) {
 		t.Fatalf("owner %q, want the prefix %q", lk.Owner(), prefix)
@@ -147,7 +148,7 @@ func TestOwnerIDDefaultsToHostAndPID(t *testing.T) {
 func TestLongInstanceName(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	for _, name := range []string{strings.Repeat("w", 300), strings.Repeat("é", 150), "w" + strings.Repeat("日", 100)} {
-		locks := newLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), clock, core.WithInstanceName(name))
+		locks := coretest.NewLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), core.WithClock(clock), core.WithInstanceName(name))
 		lk := mustAcquire(t, locks, "k", core.WithTTL(time.Second))
 		owner := lk.Owner()
 		instance := owner[:strings.LastIndexByte(owner, '/')]

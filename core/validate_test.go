@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // noPanic runs f and turns a panic into a test failure.
@@ -26,7 +27,7 @@ func TestBadInputs(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	spy := newSpy(store, clock)
-	locks := newLocks(t, spy, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
 
 	cases := []struct {
 		name string
@@ -91,7 +92,7 @@ func TestBadInputs(t *testing.T) {
 func TestGoodInputs(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	locks := newLocks(t, store, clock)
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
 	for _, c := range []struct {
 		name string
 		key  string

@@ -1,53 +1,22 @@
 package cronguard_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/adapters/cronguard"
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 	"github.com/robfig/cron/v3"
 )
 
-var quiet = slog.New(slog.DiscardHandler)
-
-func newLocks(t *testing.T, store core.LockStore, name string, log *slog.Logger) *core.Locks {
-	t.Helper()
-	l, err := core.New(store, core.WithLogger(log), core.WithInstanceName(name), core.WithDefaultTTL(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// A done context: hand job leases back without the one-second wait.
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = l.Close(ctx)
-	})
-	return l
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(sub string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), sub)
+// newLocks returns instance name's Locks on store, with a 3s ttl.
+func newLocks(t *testing.T, store core.LockStore, name string, opts ...core.Option) *core.Locks {
+	return coretest.NewLocks(t, store, append([]core.Option{core.WithInstanceName(name), core.WithDefaultTTL(3 * time.Second)}, opts...)...)
 }
 
 // tickLog records, per whole second, which instances completed a tick and
@@ -84,12 +53,11 @@ func TestRealCronRunsEachTickOnOneInstance(t *testing.T) {
 	store := core.NewMemoryStore()
 	ticks := &tickLog{fired: map[time.Time][]string{}, ran: map[time.Time][]string{}, runs: make(chan string, 100)}
 	var crons []*cron.Cron
-	logs := map[string]*syncBuffer{}
+	logs := map[string]*coretest.LogBuffer{}
 	for i := range 3 {
 		name := fmt.Sprintf("node%d", i)
-		logs[name] = &syncBuffer{}
-		log := slog.New(slog.NewTextHandler(logs[name], &slog.HandlerOptions{Level: slog.LevelDebug}))
-		locks := newLocks(t, store, name, log)
+		logs[name] = &coretest.LogBuffer{}
+		locks := newLocks(t, store, name, core.WithLogger(logs[name].Logger()))
 		c := cron.New(cron.WithSeconds(), cron.WithChain(ticks.recorder(name)))
 		_, _, err := cronguard.AddFunc(c, locks, "@every 1s", "report", func(ctx context.Context) error {
 			if core.LockFromContext(ctx) == nil {
@@ -148,14 +116,14 @@ func TestRealCronRunsEachTickOnOneInstance(t *testing.T) {
 		if name == owner {
 			continue
 		}
-		if buf.count(`reason="it runs on another instance"`) == 0 {
+		if buf.Count(`reason="it runs on another instance"`) == 0 {
 			t.Errorf("%s logged no skipped tick", name)
 		}
 	}
 }
 
 func TestWrapAndGuard(t *testing.T) {
-	locks := newLocks(t, core.NewMemoryStore(), "node0", quiet)
+	locks := newLocks(t, core.NewMemoryStore(), "node0")
 	ran := 0
 	inner := cron.FuncJob(func() { ran++ })
 
@@ -204,7 +172,7 @@ func TestWrapAndGuard(t *testing.T) {
 }
 
 func TestAddFunc(t *testing.T) {
-	locks := newLocks(t, core.NewMemoryStore(), "node0", quiet)
+	locks := newLocks(t, core.NewMemoryStore(), "node0")
 	c := cron.New(cron.WithSeconds())
 	id, job, err := cronguard.AddFunc(c, locks, "@every 1m", "minutely", func(ctx context.Context) error {
 		if lk := core.LockFromContext(ctx); lk == nil || lk.Key() != "minutely" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -13,18 +12,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/leasehold/leasehold/adapters/gocronguard"
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
-var quiet = slog.New(slog.DiscardHandler)
-
+// newLocks returns instance name's Locks on store, with ttl.
 func newLocks(t *testing.T, store core.LockStore, name string, ttl time.Duration) *core.Locks {
-	t.Helper()
-	l, err := core.New(store, core.WithLogger(quiet), core.WithInstanceName(name), core.WithDefaultTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
-	return l
+	return coretest.NewLocks(t, store, core.WithInstanceName(name), core.WithDefaultTTL(ttl))
 }
 
 func newScheduler(t *testing.T, opts ...gocron.SchedulerOption) gocron.Scheduler {

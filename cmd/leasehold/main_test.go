@@ -6,7 +6,6 @@ package main
 // name servers).
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,12 +18,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // bin is the leasehold binary built by TestMain.
@@ -84,25 +83,8 @@ type result struct {
 // proc is a leasehold process started in the background.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *coretest.LogBuffer
 	done           chan result
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // start runs leasehold with args in dir, with a clean LEASEHOLD_STORE and
@@ -114,7 +96,7 @@ func start(t *testing.T, dir string, args ...string) *proc {
 	cmd.Dir = dir
 	// The race detector's exit pause (1s by default) would slow every run.
 	cmd.Env = append(os.Environ(), "LEASEHOLD_STORE=", "XDG_STATE_HOME="+filepath.Join(dir, "state"), "GORACE=atexit_sleep_ms=0")
-	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan result, 1)}
+	p := &proc{cmd: cmd, stdout: &coretest.LogBuffer{}, stderr: &coretest.LogBuffer{}, done: make(chan result, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -174,7 +156,7 @@ func waitForFile(t *testing.T, path string) {
 }
 
 // waitForOutput waits until out holds want.
-func waitForOutput(t *testing.T, out *syncBuffer, want string) {
+func waitForOutput(t *testing.T, out *coretest.LogBuffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), want) {

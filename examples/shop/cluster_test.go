@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -61,19 +61,18 @@ func inStock(t *testing.T, db *sql.DB, product string) int64 {
 // newShops returns n instances of the shop on one database, as in
 // production: each instance its own process, all of them sharing the
 // database, the accounting system and the warehouse.
-func newShops(t *testing.T, n int) ([]*Shop, *fakeAccounting, *fakeWarehouse, *logBuffer) {
+func newShops(t *testing.T, n int) ([]*Shop, *fakeAccounting, *fakeWarehouse, *coretest.LogBuffer) {
 	db := openDB(t)
 	accounting := &fakeAccounting{}
 	warehouse := newFakeWarehouse(map[string]int64{"salmon-kibble": 12, "catnip": 30, "litter": 7})
-	logs := &logBuffer{}
+	logs := &coretest.LogBuffer{}
 	var shops []*Shop
 	for i := range n {
-		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		shops = append(shops, &Shop{
 			DB:         db,
 			Accounting: accounting,
 			Warehouse:  warehouse,
-			Log:        log.With("instance", fmt.Sprint("shop-", i+1)),
+			Log:        logs.Logger().With("instance", fmt.Sprint("shop-", i+1)),
 		})
 	}
 	return shops, accounting, warehouse, logs
@@ -89,7 +88,7 @@ type cluster struct {
 	store      *core.MemoryStore
 	accounting *fakeAccounting
 	warehouse  *fakeWarehouse
-	logs       *logBuffer
+	logs       *coretest.LogBuffer
 	db         *sql.DB
 	nodes      []*node
 }

@@ -1,7 +1,6 @@
 package shop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -169,41 +168,6 @@ func (w *fakeWarehouse) notify(a Alert) {
 	for _, fn := range w.feeds {
 		fn(a)
 	}
-}
-
-// logBuffer collects the log lines of every instance.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count returns how many lines contain every one of parts.
-func (b *logBuffer) count(parts ...string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-lines:
-	for _, line := range strings.Split(b.buf.String(), "\n") {
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue lines
-			}
-		}
-		n++
-	}
-	return n
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // eventually waits until cond holds.

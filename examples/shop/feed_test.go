@@ -33,7 +33,7 @@ func TestOneInstanceHoldsTheFeed(t *testing.T) {
 	// on the feed's behalf must carry its token, which is older.
 	eventually(t, "the new leader connects", func() bool { return c.warehouse.connections() == 2 })
 	c.warehouse.notify(Alert{ProductID: "litter", InStock: 2})
-	if got := c.logs.count("level=WARN", "low stock", "product=litter"); got != 2 {
+	if got := c.logs.Count("level=WARN", "low stock", "product=litter"); got != 2 {
 		t.Fatalf("%d instances logged the alert, want 2", got)
 	}
 	// It wakes up: its renewal is refused, it learns it lost the lease, and

@@ -68,7 +68,7 @@ func TestFencingRefusesThePausedOwnersWrite(t *testing.T) {
 	if got := inStock(t, c.db, "salmon-kibble"); got != 9 {
 		t.Fatalf("salmon-kibble: %d in stock, want 9: the stale write went through", got)
 	}
-	if got := c.logs.count("level=WARN", "stale stock writes refused", "stale=3"); got != 1 {
+	if got := c.logs.Count("level=WARN", "stale stock writes refused", "stale=3"); got != 1 {
 		t.Fatalf("%d warnings about refused writes, want 1\n%s", got, c.logs)
 	}
 	if !slices.Contains(owner.lost(), ReconcileJobKey) {
@@ -109,7 +109,7 @@ func TestRunThatNoticesItsLossStopsBeforeWriting(t *testing.T) {
 	if got := inStock(t, c.db, "salmon-kibble"); got != 9 {
 		t.Fatalf("salmon-kibble: %d in stock, want 9", got)
 	}
-	if got := c.logs.count("level=WARN", "lock lost", "key="+ReconcileJobKey); got == 0 {
+	if got := c.logs.Count("level=WARN", "lock lost", "key="+ReconcileJobKey); got == 0 {
 		t.Fatalf("no warning about the lost lock\n%s", c.logs)
 	}
 }

@@ -29,7 +29,7 @@ func TestOnOneInstanceRunsEachTickOnce(t *testing.T) {
 		t.Fatalf("booked %v, want %v", got, want)
 	}
 	// The other two skipped the tick, and said why at debug level.
-	if got := c.logs.count("level=DEBUG", "job tick skipped", "it runs on another instance"); got != 2 {
+	if got := c.logs.Count("level=DEBUG", "job tick skipped", "it runs on another instance"); got != 2 {
 		t.Fatalf("%d skipped ticks logged, want 2\n%s", got, c.logs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 )
 
@@ -45,7 +47,10 @@ func (e Env) demo(args []string) int {
 // instance's, debug included) and the demo's narration. It returns once the
 // story is told and everything is closed and removed.
 func Demo(ctx context.Context, w io.Writer) error {
-	out := &syncWriter{w: w}
+	// Every line, the narration's and the library's logs, goes through one
+	// *log.Logger, which writes each line whole and one at a time: lines
+	// from several goroutines never mix.
+	out := log.New(w, "", 0)
 	dir, err := os.MkdirTemp("", "leasehold-demo-")
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -53,7 +58,7 @@ func Demo(ctx context.Context, w io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	d := &demo{ctx: ctx, out: out, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}}
-	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: shortTime}))
+	logger := slog.New(slog.NewTextHandler(lineWriter{out}, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: shortTime}))
 	path := filepath.Join(dir, "locks.db")
 	d.say("== leasehold demo: three instances of one service share a job, on one SQLite file (%s).", path)
 	d.say("   Job %q: on one instance; every instance's ticker fires every %v; lease ttl %v.", demoJob, demoTick, demoTTL)
@@ -69,16 +74,17 @@ func Demo(ctx context.Context, w io.Writer) error {
 }
 
 // demo is the state of the story: the instances, and what they did to the
-// fenced resource. mu guards everything below it; changed is closed and
+// fenced resource. mu guards everything below it (the resource too, so that
+// its verdicts and the lists below stay in one order); changed is closed and
 // replaced at every change, for waitFor.
 type demo struct {
 	ctx       context.Context
-	out       *syncWriter
+	out       *log.Logger
 	instances []*demoInstance
 
 	mu       sync.Mutex
 	changed  chan struct{}
-	highest  int64
+	resource coretest.FencedResource
 	accepted []demoWrite
 	refused  []demoWrite
 	skips    map[string]int   // "it runs on another instance" skips, by instance
@@ -274,18 +280,17 @@ func (d *demo) report(inst *demoInstance) func(ctx context.Context) error {
 	}
 }
 
-// write is the fenced resource: it keeps the highest token it has seen and
-// refuses a lower one.
+// write sends instance's report to the fenced resource, which keeps the
+// highest token it has seen and refuses a lower one, and tells the verdict.
 func (d *demo) write(instance string, token int64) error {
 	var err error
 	d.update(func() {
-		if token < d.highest {
+		if err = d.resource.Write(token, instance); err != nil {
+			seen, _ := d.resource.Read()
 			d.refused = append(d.refused, demoWrite{instance, token})
-			d.say("   resource: REFUSED the write of %s with fencing token %d: it has seen token %d", instance, token, d.highest)
-			err = fmt.Errorf("resource refused fencing token %d: it has seen %d", token, d.highest)
+			d.say("   resource: REFUSED the write of %s with fencing token %d: it has seen token %d", instance, token, seen)
 			return
 		}
-		d.highest = token
 		d.accepted = append(d.accepted, demoWrite{instance, token})
 		d.say("   resource: accepted report #%d from %s (fencing token %d)", len(d.accepted), instance, token)
 	})
@@ -400,20 +405,16 @@ func (d *demo) waitFor(what string, cond func() bool) error {
 
 // say writes one line of the demo's own narration.
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.out, format+"\n", args...)
+	d.out.Printf(format, args...)
 }
 
-// syncWriter serialises the writes of the log handler and the narration,
-// so that lines never mix.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
+// lineWriter passes each write, one log record of a slog handler, to a
+// *log.Logger.
+type lineWriter struct{ l *log.Logger }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
+func (w lineWriter) Write(p []byte) (int, error) {
+	w.l.Print(string(p))
+	return len(p), nil
 }
 
 // shortTime prints log times as 15:04:05.000.
