@@ -75,23 +75,16 @@ func (o *runOptions) check() error {
 	return nil
 }
 
-// runCommand is leasehold run once its flags are checked.
+// runCommand is leasehold run once its flags are checked: it makes sure the
+// command can be run, takes the lease, runs the command under it and hands
+// the lease back. It returns leasehold run's exit status.
 func (e Env) runCommand(o runOptions) int {
-	say := func(format string, args ...any) {
-		if o.verbose {
-			fmt.Fprintf(e.Stderr, "leasehold: "+format+"\n", args...)
-		}
-	}
+	say := e.sayer(o.verbose)
 	// Not found or not executable: say so before taking the lease.
 	if _, err := exec.LookPath(o.argv[0]); err != nil {
-		code := ExitCannotExecute
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = ExitNotFound
-		}
 		fmt.Fprintf(e.Stderr, "leasehold run: %s\n", oneLine(err.Error()))
-		return code
+		return execFailure(err)
 	}
-	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 
 	// From here on the signals leasehold forwards are caught: before the
 	// command starts they abort the wait; after, they go to the command.
@@ -99,73 +92,137 @@ func (e Env) runCommand(o runOptions) int {
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	// lockCtx is the lock's life: it must outlive the command, so it is not
-	// tied to the signals; abort ends the store set-up and the wait.
-	lockCtx, endLock := context.WithCancel(context.Background())
-	defer endLock()
-	type acquired struct {
-		st    *store
-		locks *core.Locks
-		lk    *core.Lock
-		code  int
+	l, code := e.takeLease(o, sigs, say)
+	if l == nil {
+		return code
 	}
-	result := make(chan acquired, 1)
+	defer l.close()
+	say("acquired %q (token %d); running %s", o.key, l.lk.Token(), filepath.Base(o.argv[0]))
+
+	cmd, code := e.startCommand(o, l.lk)
+	if cmd == nil {
+		l.lk.Release(context.Background())
+		return code
+	}
+	lost, waitErr := e.supervise(cmd, l.lk, sigs, o, say)
+	if lost == nil {
+		lost = e.release(l.lk, o, say)
+	}
+	if lost != nil {
+		return ExitLost
+	}
+	return exitStatus(cmd.ProcessState, waitErr)
+}
+
+// sayer returns the function that tells, with --verbose, what leasehold run
+// is doing.
+func (e Env) sayer(verbose bool) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if verbose {
+			fmt.Fprintf(e.Stderr, "leasehold: "+format+"\n", args...)
+		}
+	}
+}
+
+// execFailure is the exit status for a command that could not be run: not
+// found, or found but not executable.
+func execFailure(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return ExitNotFound
+	}
+	return ExitCannotExecute
+}
+
+// lease is what leasehold run holds while its command runs: the lock, the
+// Locks instance and the store it was taken on, and the end of the context
+// the lock lives in.
+type lease struct {
+	st    *store
+	locks *core.Locks
+	lk    *core.Lock
+	end   context.CancelFunc
+}
+
+// close releases the lock if it is still held (within openTimeout) and
+// closes what the lease was taken on.
+func (l *lease) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	l.locks.Close(ctx)
+	l.st.Close()
+	l.end()
+}
+
+// takeLease opens the store and takes the lease (waiting up to --wait for
+// it) while a signal may abort: then no command runs, and a lease taken
+// meanwhile is handed back. On failure it has reported why, and returns the
+// exit status with a nil lease.
+func (e Env) takeLease(o runOptions, sigs <-chan os.Signal, say func(string, ...any)) (*lease, int) {
+	// lockCtx is the lock's life: it must outlive the command, so it is not
+	// tied to the signals; ending it ends the store set-up and the wait.
+	lockCtx, endLock := context.WithCancel(context.Background())
+	type taken struct {
+		l    *lease
+		code int
+	}
+	result := make(chan taken, 1)
 	go func() {
-		st, locks, lk, code := e.acquire(lockCtx, o, say)
-		result <- acquired{st, locks, lk, code}
+		l, code := e.acquire(lockCtx, o, say)
+		result <- taken{l, code}
 	}()
-	var a acquired
+	var t taken
 	select {
-	case a = <-result:
+	case t = <-result:
 	case sig := <-sigs:
 		endLock() // ends the wait; a lock taken meanwhile is released with it
-		a = <-result
-		if a.lk != nil {
-			a.lk.Release(context.Background())
-			a.locks.Close(context.Background())
-			a.st.Close()
+		if t = <-result; t.l != nil {
+			t.l.end = endLock
+			t.l.lk.Release(context.Background())
+			t.l.close()
 		}
 		say("%v before the command started; not running it", sig)
-		return 128 + signalNumber(sig)
+		return nil, 128 + signalNumber(sig)
 	}
-	if a.lk == nil {
-		return a.code
+	if t.l == nil {
+		endLock()
+		return nil, t.code
 	}
-	defer a.st.Close()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-		defer cancel()
-		a.locks.Close(ctx)
-	}()
-	lk := a.lk
-	say("acquired %q (token %d); running %s", o.key, lk.Token(), filepath.Base(o.argv[0]))
+	t.l.end = endLock
+	return t.l, ExitOK
+}
 
+// startCommand starts the command, with the lease's key and fencing token
+// in its environment. On failure it has reported why, and returns the exit
+// status with a nil command.
+func (e Env) startCommand(o runOptions, lk *core.Lock) (*exec.Cmd, int) {
+	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Env = append(withoutEnv(os.Environ(), EnvKey, EnvToken),
 		EnvKey+"="+o.key, EnvToken+"="+strconv.FormatInt(lk.Token(), 10))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
-		lk.Release(context.Background())
 		fmt.Fprintf(e.Stderr, "leasehold run: %s\n", oneLine(err.Error()))
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return ExitNotFound
-		}
-		return ExitCannotExecute
+		return nil, execFailure(err)
 	}
+	return cmd, ExitOK
+}
+
+// supervise waits for the command to exit, forwarding to it the signals
+// leasehold catches. If the lease is lost meanwhile, it stops the command:
+// SIGTERM, then SIGKILL after --grace. It returns the loss, if any, and the
+// command's Wait error.
+func (e Env) supervise(cmd *exec.Cmd, lk *core.Lock, sigs <-chan os.Signal, o runOptions, say func(string, ...any)) (*core.LockLostError, error) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-
 	var (
 		lost     *core.LockLostError
 		lockDone = lk.Done()
 		kill     <-chan time.Time
-		waitErr  error
 	)
-loop:
 	for {
 		select {
-		case waitErr = <-waited:
-			break loop
+		case err := <-waited:
+			return lost, err
 		case sig := <-sigs:
 			say("forwarding %v to the command", sig)
 			signalGroup(cmd.Process, sig)
@@ -186,37 +243,40 @@ loop:
 			signalGroup(cmd.Process, sigKILL)
 		}
 	}
-
-	// Release: the lock may turn out to have expired in the store unnoticed.
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-	relErr := lk.Release(ctx)
-	cancel()
-	if lost == nil && errors.As(relErr, &lost) {
-		fmt.Fprintf(e.Stderr, "leasehold: lease on %q had expired in the store when the command exited: it may not have run alone\n", o.key)
-	} else if relErr != nil && lost == nil {
-		fmt.Fprintf(e.Stderr, "leasehold: release %q: %s (it expires after its ttl)\n", o.key, oneLine(relErr.Error()))
-	} else if lost == nil {
-		say("released %q", o.key)
-	}
-	if lost != nil {
-		return ExitLost
-	}
-	return exitStatus(cmd.ProcessState, waitErr)
 }
 
-// acquire opens the store and takes the lease. On failure it has reported
-// the error and returns the exit status, with nil lock.
-func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)) (*store, *core.Locks, *core.Lock, int) {
+// release hands the lease back once the command has exited. The store may
+// answer that the lease had expired unnoticed: the command may then not have
+// run alone, and release returns that loss.
+func (e Env) release(lk *core.Lock, o runOptions, say func(string, ...any)) *core.LockLostError {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	err := lk.Release(ctx)
+	var lost *core.LockLostError
+	switch {
+	case errors.As(err, &lost):
+		fmt.Fprintf(e.Stderr, "leasehold: lease on %q had expired in the store when the command exited: it may not have run alone\n", o.key)
+	case err != nil:
+		fmt.Fprintf(e.Stderr, "leasehold: release %q: %s (it expires after its ttl)\n", o.key, oneLine(err.Error()))
+	default:
+		say("released %q", o.key)
+	}
+	return lost
+}
+
+// acquire opens the store and takes the lease in ctx. On failure it has
+// reported the error and returns the exit status, with a nil lease.
+func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)) (*lease, int) {
 	raw, err := storeURL(o.store)
 	if err != nil {
-		return nil, nil, nil, e.fail(err, ExitRunFailed)
+		return nil, e.fail(err, ExitRunFailed)
 	}
 	st, err := openStore(ctx, raw)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, nil, ExitRunFailed
+			return nil, ExitRunFailed
 		}
-		return nil, nil, nil, e.fail(err, ExitRunFailed)
+		return nil, e.fail(err, ExitRunFailed)
 	}
 	level := slog.LevelWarn
 	if o.verbose {
@@ -226,7 +286,7 @@ func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)
 	locks, err := core.New(st, core.WithLogger(logger), core.WithDefaultTTL(o.ttl))
 	if err != nil {
 		st.Close()
-		return nil, nil, nil, e.fail(err, ExitRunFailed)
+		return nil, e.fail(err, ExitRunFailed)
 	}
 	lk, err := locks.Acquire(ctx, o.key)
 	if errors.Is(err, core.ErrNotAcquired) && o.wait > 0 {
@@ -234,7 +294,7 @@ func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)
 		lk, err = locks.Acquire(ctx, o.key, core.WithWait(o.wait))
 	}
 	if err == nil {
-		return st, locks, lk, 0
+		return &lease{st: st, locks: locks, lk: lk}, ExitOK
 	}
 	code := ExitRunFailed
 	switch {
@@ -250,7 +310,7 @@ func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)
 	}
 	locks.Close(context.Background())
 	st.Close()
-	return nil, nil, nil, code
+	return nil, code
 }
 
 // heldBy describes who holds key, if the store can tell, for messages.
