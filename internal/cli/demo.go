@@ -57,7 +57,7 @@ func Demo(ctx context.Context, w io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
-	d := &demo{ctx: ctx, out: out, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}}
+	d := &demo{ctx: ctx, out: out, byName: map[string]*demoInstance{}, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}}
 	logger := slog.New(slog.NewTextHandler(lineWriter{out}, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: shortTime}))
 	path := filepath.Join(dir, "locks.db")
 	d.say("== leasehold demo: three instances of one service share a job, on one SQLite file (%s).", path)
@@ -81,6 +81,7 @@ type demo struct {
 	ctx       context.Context
 	out       *log.Logger
 	instances []*demoInstance
+	byName    map[string]*demoInstance
 
 	mu       sync.Mutex
 	changed  chan struct{}
@@ -140,21 +141,43 @@ func (d *demo) addInstance(name, path string, log *slog.Logger) error {
 		return fmt.Errorf("demo: %s: %w", name, err)
 	}
 	d.instances = append(d.instances, inst)
+	d.byName[name] = inst
 	return nil
 }
 
+// story tells the demo in four steps, each waiting for what it shows to
+// happen: one instance runs the job while the others skip; the owner
+// freezes and another takes over; the frozen owner resumes, loses its lease
+// and has its late write refused; the new owner shuts down cleanly and hands
+// the job over at once.
 func (d *demo) story() error {
-	byName := map[string]*demoInstance{}
-	for _, inst := range d.instances {
-		byName[inst.name] = inst
+	owner, err := d.stepOneInstanceRuns()
+	if err != nil {
+		return err
 	}
+	frozen, successor, err := d.stepOwnerFreezes(owner)
+	if err != nil {
+		return err
+	}
+	if err := d.stepOwnerResumes(owner, frozen, successor); err != nil {
+		return err
+	}
+	if err := d.stepOwnerShutsDown(); err != nil {
+		return err
+	}
+	d.shutdown()
+	d.summary(frozen)
+	return nil
+}
 
+// stepOneInstanceRuns starts every instance's ticks and waits until one of them, the
+// owner it returns, has run the job three times while the others skip.
+func (d *demo) stepOneInstanceRuns() (owner string, err error) {
 	d.say("== (1) Every tick fires on all three instances: the first to take the job's lease runs the job, the others skip.")
 	for i, inst := range d.instances {
 		d.startTicking(inst, time.Duration(i)*demoTick/3)
 	}
-	var owner string
-	err := d.waitFor("the first owner to run the job three times while the others skip", func() bool {
+	err = d.waitFor("the first owner to run the job three times while the others skip", func() bool {
 		if len(d.accepted) < 3 {
 			return false
 		}
@@ -167,13 +190,18 @@ func (d *demo) story() error {
 		return true
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	d.say("   %s owns the job's lease and runs every tick; the other instances skip theirs (\"it runs on another instance\").", owner)
+	return owner, nil
+}
 
+// stepOwnerFreezes freezes owner in the middle of a run and waits until
+// another instance has taken the job over. It returns the frozen run's
+// write, still on its way, and the successor's first write.
+func (d *demo) stepOwnerFreezes(owner string) (frozen, successor demoWrite, err error) {
 	d.say("== (2) %s freezes in the middle of a run: a stop-the-world pause (a long GC, a frozen VM). Its timers stop, so it renews nothing.", owner)
 	d.update(func() { d.freeze = owner })
-	var frozen demoWrite
 	if err := d.waitFor(owner+" to freeze", func() bool {
 		if d.frozen == nil {
 			return false
@@ -181,10 +209,9 @@ func (d *demo) story() error {
 		frozen = *d.frozen
 		return true
 	}); err != nil {
-		return err
+		return frozen, successor, err
 	}
 	d.say("   %s is frozen with fencing token %d; its write is on its way. Its lease expires %v after its last renewal, on the store's clock.", owner, frozen.token, demoTTL)
-	var successor demoWrite
 	if err := d.waitFor("another instance to take the job over", func() bool {
 		n := 0
 		for _, w := range d.accepted {
@@ -195,14 +222,19 @@ func (d *demo) story() error {
 		}
 		return n >= 2
 	}); err != nil {
-		return err
+		return frozen, successor, err
 	}
 	d.say("   The lease expired: %s took the job over at its next tick, with fencing token %d.", successor.instance, successor.token)
+	return frozen, successor, nil
+}
 
+// stepOwnerResumes resumes the frozen owner and waits until it has lost its
+// lease, its late write has been refused, and it skips its ticks.
+func (d *demo) stepOwnerResumes(owner string, frozen, successor demoWrite) error {
 	d.say("== (3) %s resumes. Its renewal comes too late: ttl has passed without a confirmed renewal, so its lease is lost and its run's context is cancelled.", owner)
 	var skipsBefore int
 	d.update(func() { skipsBefore = d.skips[owner] })
-	byName[owner].clock.Resume()
+	d.byName[owner].clock.Resume()
 	if err := d.waitFor(owner+"'s loss and its late write", func() bool {
 		return d.lost[owner] != nil && len(d.refused) > 0 && d.skips[owner] > skipsBefore
 	}); err != nil {
@@ -210,15 +242,20 @@ func (d *demo) story() error {
 	}
 	d.say("   Fencing: the resource refused %s's late write (token %d) because %s had written with token %d. %s now skips its ticks.",
 		owner, frozen.token, successor.instance, successor.token, owner)
+	return nil
+}
 
+// stepOwnerShutsDown closes the instance that owns the job now and waits
+// until another one has taken the job over, without waiting for the ttl.
+func (d *demo) stepOwnerShutsDown() error {
 	var current demoWrite
 	d.update(func() { current = d.accepted[len(d.accepted)-1] })
-	leaving := byName[current.instance]
+	leaving := d.byName[current.instance]
 	d.say("== (4) %s shuts down cleanly (Locks.Close): it hands the job's lease back at once, and the next tick elsewhere takes it.", leaving.name)
 	d.say("   (A lease whose run started less than a second ago is kept for the rest of that second, so that the same tick, firing a little later elsewhere, is skipped.)")
 	d.stopTicking(leaving)
 	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-	err = leaving.locks.Close(ctx)
+	err := leaving.locks.Close(ctx)
 	cancel()
 	leaving.closed = true
 	if err != nil {
@@ -236,10 +273,15 @@ func (d *demo) story() error {
 		return err
 	}
 	d.say("   %s took the job over at its next tick, with fencing token %d, without waiting for the ttl.", next.instance, next.token)
+	return nil
+}
 
-	d.shutdown()
+// summary tells what the resource accepted and refused.
+func (d *demo) summary(frozen demoWrite) {
 	var tokens []int64
+	var reports int
 	d.update(func() {
+		reports = len(d.accepted)
 		for _, w := range d.accepted {
 			if len(tokens) == 0 || tokens[len(tokens)-1] != w.token {
 				tokens = append(tokens, w.token)
@@ -247,9 +289,8 @@ func (d *demo) story() error {
 		}
 	})
 	d.say("== Done: the resource accepted %d reports, under fencing tokens %v, and refused %s's late one (token %d).",
-		len(d.accepted), tokens, frozen.instance, frozen.token)
+		reports, tokens, frozen.instance, frozen.token)
 	d.say("   Next: leasehold help run, leasehold status (docs/cli.md).")
-	return nil
 }
 
 // report is the job's function on inst: it writes a report, with the
