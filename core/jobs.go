@@ -278,8 +278,11 @@ func (j *Job) ownLease() (*Lock, error) {
 }
 
 // handBack releases the job's lease at shutdown. A lease whose run started
-// less than a second ago is kept for the rest of that second, so instances
-// firing the same tick a little later skip it instead of running it again.
+// less than a second ago stays taken in the store for the rest of that
+// second, so instances firing the same tick a little later skip it instead
+// of running it again. The store keeps it (renewed for that rest, on the
+// store's clock) rather than this instance waiting: Close never waits on
+// the instance's clock, which a test's ManualClock may never move.
 func (j *Job) handBack(ctx context.Context) error {
 	j.mu.Lock()
 	lease, start := j.lease, j.lastStart
@@ -288,11 +291,14 @@ func (j *Job) handBack(ctx context.Context) error {
 	if lease == nil || lease.Context().Err() != nil {
 		return nil
 	}
-	if d := start.Add(time.Second).Sub(j.locks.clock.Now()); d > 0 {
-		_ = sleep(ctx, j.locks.clock, d)
+	rest := min(max(start.Add(time.Second).Sub(j.locks.clock.Now()), 0), time.Second)
+	rest = (rest + time.Millisecond - 1).Truncate(time.Millisecond) // a ttl is whole milliseconds
+	err := lease.releaseAfter(ctx, rest)
+	attrs := []any{"key", j.key, "token", lease.Token()}
+	if rest > 0 {
+		attrs = append(attrs, "expires_in", rest)
 	}
-	err := lease.Release(ctx)
-	j.locks.log.Info("leasehold: job lease handed back", "key", j.key, "token", lease.Token())
+	j.locks.log.Info("leasehold: job lease handed back", attrs...)
 	var lost *LockLostError
 	if errors.As(err, &lost) {
 		return nil

@@ -380,65 +380,109 @@ func TestOnOneInstanceHandsOverAfterCleanShutdown(t *testing.T) {
 	}
 }
 
-func TestCloseRightAfterARunKeepsTheLeaseForTheRestOfTheSecond(t *testing.T) {
-	c := newJobCluster(t, 2)
-	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
-	a, b := c.nodes[0], c.nodes[1]
-	if err := a.job.Run(context.Background()); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	ranAt := a.clock.Now()
-	base := a.clock.Pending() // the lease's renewal timer
-
+// closeWithin closes l and fails the test if Close does not return within
+// 10s of real time: on a ManualClock nobody advances, a Close that waits on
+// the clock never returns.
+func closeWithin(t *testing.T, l *core.Locks, ctx context.Context) {
+	t.Helper()
 	closed := make(chan error, 1)
-	go func() { closed <- a.locks.Close(context.Background()) }()
-	pollUntil(t, "Close to wait on node0's clock", func() bool { return a.clock.Pending() == base+1 })
-
-	// Half a second later node1 fires the same tick: it must skip it.
-	c.storeClock.Advance(500 * time.Millisecond)
-	b.clock.Advance(500 * time.Millisecond)
-	if r, _ := skipReason(b.job.Run(context.Background())); r != core.SkipOtherInstance {
-		t.Fatal("node1 ran the tick that node0 ran half a second before")
-	}
-	if b.runs.Load() != 0 {
-		t.Fatal("node1 ran")
-	}
-	notYet(t, "Close", closed)
-	if got := c.holderOf("report:owner"); got != "node0" {
-		t.Fatalf("lease held by %q during the second, want node0", got)
-	}
-
-	a.clock.Advance(999 * time.Millisecond)
-	notYet(t, "Close 999ms after the run", closed)
-	a.clock.Advance(time.Millisecond)
-	if err := recvWithin(t, "Close", closed); err != nil {
+	go func() { closed <- l.Close(ctx) }()
+	if err := recvWithin(t, "Close on a clock nobody advances", closed); err != nil {
 		t.Fatalf("Close: %v", err)
-	}
-	if d := a.clock.Now().Sub(ranAt); d != time.Second {
-		t.Fatalf("Close waited %v after the run's start, want 1s", d)
-	}
-	if got := c.holderOf("report:owner"); got != "" {
-		t.Fatalf("lease held by %q after Close", got)
-	}
-	if err := b.job.Run(context.Background()); err != nil || b.runs.Load() != 1 {
-		t.Fatalf("node1 after the hand-back: Run = %v, runs %d", err, b.runs.Load())
 	}
 }
 
-func TestCloseHandsBackAtOnceWhenItsContextIsDone(t *testing.T) {
-	c := newJobCluster(t, 1)
-	c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
+func TestCloseRightAfterARunDoesNotWaitAndTheStoreKeepsTheLeaseForTheRestOfTheSecond(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() context.Context
+	}{
+		{"background", context.Background},
+		{"done context", func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newJobCluster(t, 2)
+			c.addJob(nil, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
+			a, b := c.nodes[0], c.nodes[1]
+			if err := a.job.Run(context.Background()); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			c.advance(200 * time.Millisecond)
+
+			closeWithin(t, a.locks, tc.ctx())
+			if got := a.logs.Lines("leasehold: job lease handed back", "key=report", "expires_in=800ms"); len(got) != 1 {
+				t.Fatalf("handed-back lines: %q", a.logs.Lines("handed back"))
+			}
+			if got, want := c.expiry("report:owner"), c.storeClock.Now().Add(800*time.Millisecond); !got.Equal(want) {
+				t.Fatalf("lease expires at %v, want the end of the run's first second, %v", got, want)
+			}
+
+			// node1 fires the same tick a little later: it must skip it.
+			c.advance(799 * time.Millisecond)
+			if r, _ := skipReason(b.job.Run(context.Background())); r != core.SkipOtherInstance {
+				t.Fatal("node1 ran the tick that node0 ran 999ms before")
+			}
+			c.advance(time.Millisecond)
+			if err := b.job.Run(context.Background()); err != nil || b.runs.Load() != 1 {
+				t.Fatalf("node1 a second after node0's run: Run = %v, runs %d; want it to take over", err, b.runs.Load())
+			}
+		})
+	}
+}
+
+func TestCloseRightAfterARunLetsARenewalInFlightLandFirst(t *testing.T) {
+	c := newJobCluster(t, 0)
+	spy := newSpy(c.store, c.storeClock)
+	var renewals atomic.Int32
+	inFlight, second, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	spy.beforeRenew = func(ctx context.Context, key string) {
+		switch renewals.Add(1) {
+		case 1: // the scheduler's renewal, held in flight
+			close(inFlight)
+			<-unblock
+		case 2: // Close's
+			close(second)
+		}
+	}
+	c.nodes = append(c.nodes, c.newNode("node0", spy))
+	var lease atomic.Pointer[core.Lock]
+	c.addJob(func(*jobNode) func(ctx context.Context) error {
+		return func(ctx context.Context) error { lease.Store(core.LockFromContext(ctx)); return nil }
+	}, core.WithJobKey("report"), core.OnOneInstance(), core.WithJobTTL(jobTTL))
 	nd := c.nodes[0]
+	if err := nd.job.Run(context.Background()); err != nil { // takes the lease, renewed at 3s
+		t.Fatalf("Run: %v", err)
+	}
+	c.advance(2500 * time.Millisecond)
 	if err := nd.job.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := nd.locks.Close(ctx); err != nil {
+	c.storeClock.Advance(500 * time.Millisecond)
+	advanced := make(chan struct{})
+	go func() { nd.clock.Advance(500 * time.Millisecond); close(advanced) }()
+	recvWithin(t, "the renewal due at 3s", inFlight)
+
+	closed := make(chan error, 1)
+	go func() { closed <- nd.locks.Close(context.Background()) }()
+	pollUntil(t, "Close to end the lease", func() bool { return lease.Load().Context().Err() != nil })
+	select {
+	case <-second:
+		t.Fatal("Close renewed the lease while the scheduler's renewal was still in flight")
+	case <-time.After(100 * time.Millisecond): // a grace for a wrong Close to show itself
+	}
+	close(unblock)
+	recvWithin(t, "the renewal", advanced)
+	if err := recvWithin(t, "Close", closed); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got := c.holderOf("report:owner"); got != "" {
-		t.Fatalf("lease held by %q after Close", got)
+	// The run started at 2.5s: the store keeps the lease until 3.5s, not
+	// for the 9s ttl of the late renewal.
+	if got, want := c.expiry("report:owner"), c.storeClock.Now().Add(500*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("lease expires at %v, want %v", got, want)
 	}
 }
 

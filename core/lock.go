@@ -31,7 +31,8 @@ type Lock struct {
 	mu       sync.Mutex
 	state    lockState
 	deadline time.Time // see holderDeadline
-	renewing bool
+	// renewing is closed when the renewal in flight returns; nil when none is.
+	renewing chan struct{}
 	lastErr  error // the last failed renewal's error
 	lostErr  *LockLostError
 	onEnd    []func(cause error)
@@ -111,7 +112,13 @@ func (lk *Lock) Held() bool {
 // cancelled request still frees the key. Releasing twice is a no-op. It
 // returns the [*LockLostError] if the lock was lost before it was released,
 // because the work it protected may not have been alone.
-func (lk *Lock) Release(ctx context.Context) error {
+func (lk *Lock) Release(ctx context.Context) error { return lk.releaseAfter(ctx, 0) }
+
+// releaseAfter ends the lock like Release. With after > 0 it leaves the key
+// taken in the store for after more, on the store's clock, by renewing it
+// for that long instead of releasing it: nobody takes the key before then,
+// and nobody here waits for it.
+func (lk *Lock) releaseAfter(ctx context.Context, after time.Duration) error {
 	lk.mu.Lock()
 	switch lk.state {
 	case stateReleased:
@@ -123,6 +130,7 @@ func (lk *Lock) Release(ctx context.Context) error {
 	}
 	lk.state = stateReleased
 	hooks := lk.takeHooksLocked()
+	renewing := lk.renewing
 	lk.mu.Unlock()
 
 	lk.stopWatch()
@@ -132,7 +140,22 @@ func (lk *Lock) Release(ctx context.Context) error {
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	ok, err := lk.locks.store.Release(rctx, lk.key, lk.owner)
+	var ok bool
+	var err error
+	if after > 0 {
+		// A renewal still in flight would move the expiry back to ttl from
+		// now if it reached the store after this call: let it land first.
+		// (A Release needs no such care: the late renewal finds no owner.)
+		if renewing != nil {
+			select {
+			case <-renewing:
+			case <-rctx.Done():
+			}
+		}
+		ok, err = lk.locks.store.Renew(rctx, lk.key, lk.owner, after)
+	} else {
+		ok, err = lk.locks.store.Release(rctx, lk.key, lk.owner)
+	}
 	if err != nil {
 		return fmt.Errorf("leasehold: release %q: %w", lk.key, err)
 	}

@@ -251,6 +251,12 @@ func (l *Locks) releaseQuietly(key, owner string, timeout time.Duration) {
 // fails with [ErrClosed]. Close returns the errors of the releases that
 // failed; those locks expire after their ttl. Calling Close again does
 // nothing.
+//
+// Close never waits on the instance's [Clock], so it returns on a
+// [ManualClock] that nobody advances: a job lease whose run started less
+// than a second ago is left in the store for the rest of that second
+// (renewed once for that long, not waited for), so that instances firing
+// the same tick a little later skip it.
 func (l *Locks) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {

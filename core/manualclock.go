@@ -8,7 +8,7 @@ import (
 // ManualClock is a [Clock] whose time moves only when a test calls
 // [ManualClock.Advance]. A [Locks] instance on a manual clock that is never
 // advanced behaves as a paused process: it renews nothing and notices
-// nothing until its clock moves.
+// nothing until its clock moves. [Locks.Close] does not wait on it.
 //
 // The zero value is not usable; call [NewManualClock].
 type ManualClock struct {

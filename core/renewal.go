@@ -159,8 +159,10 @@ func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
 		return deadline, false
 	}
 	deadline = lk.deadline
-	inFlight := lk.renewing
-	lk.renewing = true
+	inFlight := lk.renewing != nil
+	if !inFlight {
+		lk.renewing = make(chan struct{})
+	}
 	lk.mu.Unlock()
 	// Come back at the deadline in any case: a renewal that hangs must not
 	// keep the holder believing past it.
@@ -180,7 +182,8 @@ func (lk *Lock) renew(sent, deadline time.Time) {
 	cancel()
 
 	lk.mu.Lock()
-	lk.renewing = false
+	close(lk.renewing)
+	lk.renewing = nil
 	if lk.state != stateHeld {
 		lk.mu.Unlock()
 		return
