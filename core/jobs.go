@@ -278,11 +278,11 @@ func (j *Job) ownLease() (*Lock, error) {
 }
 
 // handBack releases the job's lease at shutdown. A lease whose run started
-// less than a second ago stays taken in the store for the rest of that
-// second, so instances firing the same tick a little later skip it instead
-// of running it again. The store keeps it (renewed for that rest, on the
-// store's clock) rather than this instance waiting: Close never waits on
-// the instance's clock, which a test's ManualClock may never move.
+// less than [MinHold] ago stays taken in the store for the rest of it, so
+// instances firing the same tick a little later skip it instead of running
+// it again. The store keeps it (renewed for that rest, on the store's clock)
+// rather than this instance waiting: Close never waits on the instance's
+// clock, which a test's ManualClock may never move.
 func (j *Job) handBack(ctx context.Context) error {
 	j.mu.Lock()
 	lease, start := j.lease, j.lastStart
@@ -291,8 +291,7 @@ func (j *Job) handBack(ctx context.Context) error {
 	if lease == nil || lease.Context().Err() != nil {
 		return nil
 	}
-	rest := min(max(start.Add(time.Second).Sub(j.locks.clock.Now()), 0), time.Second)
-	rest = (rest + time.Millisecond - 1).Truncate(time.Millisecond) // a ttl is whole milliseconds
+	rest := lease.holdLeft(start, MinHold)
 	err := lease.releaseAfter(ctx, rest)
 	attrs := []any{"key", j.key, "token", lease.Token()}
 	if rest > 0 {

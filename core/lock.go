@@ -22,6 +22,8 @@ type Lock struct {
 	owner string
 	token int64
 	ttl   time.Duration
+	// acquired is when the acquiring call was sent, on the Locks clock.
+	acquired time.Time
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -61,7 +63,7 @@ func LockFromContext(ctx context.Context) *Lock {
 }
 
 func newLock(l *Locks, parent context.Context, key, owner string, token int64, ttl time.Duration, sent time.Time) *Lock {
-	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: ttl, deadline: holderDeadline(sent, ttl), heapIndex: -1}
+	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: ttl, acquired: sent, deadline: holderDeadline(sent, ttl), heapIndex: -1}
 	lk.ctx, lk.cancel = context.WithCancelCause(context.WithValue(parent, lockKey{}, lk))
 	lk.stopWatch = context.AfterFunc(parent, func() {
 		_ = lk.Release(context.WithoutCancel(parent))
