@@ -45,6 +45,36 @@ func ExampleNewLocker() {
 	_ = locks.Close(shutdown)
 }
 
+// A task made by Locker.Task runs under its run's lock: its context gives
+// the fencing token for the run's writes.
+func ExampleLocker_Task() {
+	locks, err := core.New(core.NewMemoryStore()) // a shared store in a real service
+	if err != nil {
+		log.Fatal(err)
+	}
+	locker, err := gocronguard.NewLocker(locks)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = s.NewJob(gocron.DurationJob(time.Minute),
+		locker.Task(func(ctx context.Context) error {
+			token := core.LockFromContext(ctx).Token()
+			// Write with token, to a resource that refuses a lower one; ctx
+			// ends if the run's lock is lost.
+			_ = token
+			return nil
+		}),
+		gocron.WithName("billing:export"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.Start()
+}
+
 // Only the elected leader runs the schedule.
 func ExampleNewElector() {
 	locks, err := core.New(core.NewMemoryStore())

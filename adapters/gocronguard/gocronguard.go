@@ -6,8 +6,10 @@
 //
 //   - [Locker], for gocron.WithDistributedLocker: every instance fires every
 //     tick; the first to take the job's lock runs it, the others skip it. The
-//     lock is held for the run and at least [WithMinHold] after it began, so that
-//     instances whose clocks fire the same tick a little later skip it too.
+//     key stays taken for the run and at least [core.MinHold] after it began
+//     (see [WithMinHold]), so that instances whose clocks fire the same tick
+//     a little later skip it too. A task made with [Locker.Task] runs in the
+//     run lock's context, with its fencing token.
 //   - [Elector], for gocron.WithDistributedElector: the instances elect a
 //     leader with [core.Locks.Elect], and only the leader runs jobs. When it
 //     shuts down another instance leads within a third of the ttl; when it
@@ -23,16 +25,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 	"github.com/leasehold/leasehold/core"
 )
-
-// DefaultMinHold is how long, from the start of a run, a [Locker] keeps a
-// job's lock by default: instances firing the same tick up to this much later
-// find it taken.
-const DefaultMinHold = time.Second
 
 // Locker is a gocron.Locker that takes a leasehold lock for each run of a
 // job. Create it with [NewLocker].
@@ -41,6 +40,11 @@ type Locker struct {
 	prefix  string
 	ttl     time.Duration
 	minHold time.Duration
+
+	mu sync.Mutex
+	// runs holds the lock of each run in progress, by gocron's context of
+	// the job, which gocron passes both to Lock and to the job's task.
+	runs map[context.Context]*core.Lock
 }
 
 var _ gocron.Locker = (*Locker)(nil)
@@ -57,11 +61,12 @@ func WithKeyPrefix(prefix string) LockerOption { return func(l *Locker) { l.pref
 // every ttl/3 while it runs. A crashed run's lock expires after ttl.
 func WithTTL(ttl time.Duration) LockerOption { return func(l *Locker) { l.ttl = ttl } }
 
-// WithMinHold sets how long, from the start of a run, the lock is kept even
-// if the run ends sooner (default [DefaultMinHold]). Pick it above the spread
-// between the instances' clocks and below the job's interval; 0 releases
-// the lock as soon as the run ends, which lets an instance that fires late
-// run the same tick again.
+// WithMinHold sets how long, from the start of a run, the key stays taken
+// even if the run ends sooner (default [core.MinHold], one second), counted
+// on the [core.Locks] instance's clock. Pick it above the spread between the
+// instances' clocks and below the job's interval; 0 releases the lock as
+// soon as the run ends, which lets an instance that fires late run the same
+// tick again.
 func WithMinHold(d time.Duration) LockerOption { return func(l *Locker) { l.minHold = d } }
 
 // NewLocker returns a gocron.Locker on locks, for
@@ -70,7 +75,7 @@ func NewLocker(locks *core.Locks, opts ...LockerOption) (*Locker, error) {
 	if locks == nil {
 		return nil, fmt.Errorf("gocronguard: %w: nil *core.Locks", core.ErrInvalidArgument)
 	}
-	l := &Locker{locks: locks, minHold: DefaultMinHold}
+	l := &Locker{locks: locks, minHold: core.MinHold, runs: make(map[context.Context]*core.Lock)}
 	for _, o := range opts {
 		if o != nil {
 			o(l)
@@ -105,28 +110,77 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gocronguard: %w", err)
 	}
-	return &runLock{lk: lk, holdUntil: time.Now().Add(l.minHold)}, nil
+	if keyable(ctx) {
+		l.mu.Lock()
+		l.runs[ctx] = lk
+		l.mu.Unlock()
+	}
+	return &runLock{locker: l, job: ctx, lk: lk}, nil
 }
+
+// keyable reports whether ctx can key a map: gocron's job contexts
+// always can.
+func keyable(ctx context.Context) bool { return reflect.TypeOf(ctx).Comparable() }
 
 type runLock struct {
-	lk        *core.Lock
-	holdUntil time.Time
+	locker *Locker
+	job    context.Context // gocron's context of the job, which Lock was given
+	lk     *core.Lock
 }
 
-// Unlock releases the lock, at once if the run began at least MinHold ago,
-// else when MinHold has passed (Unlock itself returns at once). It returns
-// the [*core.LockLostError] if the lock was lost during the run: another
-// instance may have run the job meanwhile.
+// Unlock hands the lock back with [core.Lock.HandBack]: released at once
+// if the run began at least the minimum hold ago, else left taken in the
+// store for the rest of it. Either way Unlock returns after one store call.
+// It returns the [*core.LockLostError] if the lock was lost during the run:
+// another instance may have run the job meanwhile.
 func (r *runLock) Unlock(ctx context.Context) error {
-	if d := time.Until(r.holdUntil); d > 0 {
-		var lost *core.LockLostError
-		if errors.As(context.Cause(r.lk.Context()), &lost) {
-			return lost
+	l := r.locker
+	if keyable(r.job) {
+		l.mu.Lock()
+		if l.runs[r.job] == r.lk {
+			delete(l.runs, r.job)
 		}
-		time.AfterFunc(d, func() { _ = r.lk.Release(context.Background()) })
-		return nil
+		l.mu.Unlock()
 	}
-	return r.lk.Release(ctx)
+	return r.lk.HandBack(ctx, l.minHold)
+}
+
+// ErrNoRunLock is what a task made by [Locker.Task] returns, without
+// running its function, when its run holds no lock of the Locker: the job
+// is not locked by this Locker (gocron.WithDisabledDistributedJobLocker,
+// another locker), so its run is not guarded.
+var ErrNoRunLock = errors.New("gocronguard: the run holds no lock of this Locker")
+
+// Task returns a gocron task that runs fn under the lock this Locker took
+// for the run. fn's context is the lock's: [core.LockFromContext] returns
+// the lock, whose Token is the fencing token to pass with every write the
+// run makes, and the context ends when the lock is lost or when gocron's
+// context of the job ends (at shutdown), with that as its cause. A run
+// whose lock this Locker did not take fails with [ErrNoRunLock], and fn
+// does not run.
+//
+//	s.NewJob(gocron.DurationJob(time.Minute), locker.Task(func(ctx context.Context) error {
+//		return export(ctx, core.LockFromContext(ctx).Token())
+//	}), gocron.WithName("billing:export"))
+func (l *Locker) Task(fn func(ctx context.Context) error) gocron.Task {
+	return gocron.NewTask(func(job context.Context) error {
+		if fn == nil {
+			return fmt.Errorf("gocronguard: %w: nil task function", core.ErrInvalidArgument)
+		}
+		var lk *core.Lock
+		if keyable(job) {
+			l.mu.Lock()
+			lk = l.runs[job]
+			l.mu.Unlock()
+		}
+		if lk == nil {
+			return ErrNoRunLock
+		}
+		ctx, cancel := context.WithCancelCause(lk.Context())
+		defer cancel(nil)
+		defer context.AfterFunc(job, func() { cancel(context.Cause(job)) })()
+		return fn(ctx)
+	})
 }
 
 // ErrNotLeader is what [Elector.IsLeader] returns on an instance that does

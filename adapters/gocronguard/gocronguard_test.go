@@ -16,8 +16,8 @@ import (
 )
 
 // newLocks returns instance name's Locks on store, with ttl.
-func newLocks(t *testing.T, store core.LockStore, name string, ttl time.Duration) *core.Locks {
-	return coretest.NewLocks(t, store, core.WithInstanceName(name), core.WithDefaultTTL(ttl))
+func newLocks(t *testing.T, store core.LockStore, name string, ttl time.Duration, opts ...core.Option) *core.Locks {
+	return coretest.NewLocks(t, store, append([]core.Option{core.WithInstanceName(name), core.WithDefaultTTL(ttl)}, opts...)...)
 }
 
 func newScheduler(t *testing.T, opts ...gocron.SchedulerOption) gocron.Scheduler {
@@ -119,18 +119,24 @@ func TestLockerRunsEachTickOnOneInstance(t *testing.T) {
 	}
 }
 
+// TestLockerMinHold runs on manual clocks: the instances' and the store's.
 func TestLockerMinHold(t *testing.T) {
-	store := core.NewMemoryStore()
-	a, err := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute), gocronguard.WithMinHold(200*time.Millisecond))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock, storeClock := core.NewManualClock(start), core.NewManualClock(start)
+	store := core.NewMemoryStore(core.WithMemoryClock(storeClock))
+	advance := func(d time.Duration) {
+		storeClock.Advance(d)
+		clock.Advance(d)
+	}
+	a, err := gocronguard.NewLocker(newLocks(t, store, "a", time.Minute, core.WithClock(clock)), gocronguard.WithMinHold(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute), gocronguard.WithMinHold(0))
+	b, err := gocronguard.NewLocker(newLocks(t, store, "b", time.Minute, core.WithClock(clock)), gocronguard.WithMinHold(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	start := time.Now()
 	lk, err := a.Lock(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -138,25 +144,23 @@ func TestLockerMinHold(t *testing.T) {
 	if _, err := b.Lock(ctx, "job"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("second Lock during the run: %v, want ErrNotAcquired", err)
 	}
+	advance(50 * time.Millisecond)
 	if err := lk.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The run ended at once; the tick fired late elsewhere is still skipped.
-	if time.Since(start) < 200*time.Millisecond {
-		if _, err := b.Lock(ctx, "job"); !errors.Is(err, core.ErrNotAcquired) {
-			t.Fatalf("Lock right after a short run: %v, want ErrNotAcquired", err)
-		}
+	// The run ended; the tick fired late elsewhere is still skipped, until
+	// the hold ends, 200ms after the run's start.
+	if _, err := b.Lock(ctx, "job"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("Lock right after a short run: %v, want ErrNotAcquired", err)
 	}
-	var lk2 gocron.Lock
-	for lk2 == nil {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("lock never released")
-		}
-		time.Sleep(10 * time.Millisecond)
-		lk2, _ = b.Lock(ctx, "job")
+	advance(149 * time.Millisecond)
+	if _, err := b.Lock(ctx, "job"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("Lock 199ms after the start: %v, want ErrNotAcquired", err)
 	}
-	if held := time.Since(start); held < 200*time.Millisecond {
-		t.Fatalf("lock released %v after the start, want MinHold (200ms)", held)
+	advance(time.Millisecond)
+	lk2, err := b.Lock(ctx, "job")
+	if err != nil {
+		t.Fatalf("Lock 200ms after the start, when the hold ends: %v", err)
 	}
 	// WithMinHold(0): released by Unlock itself.
 	if err := lk2.Unlock(ctx); err != nil {
