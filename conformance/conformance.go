@@ -110,7 +110,7 @@ func (o Options) withDefaults() (Options, error) {
 	case core.ValidateTTL(o.TTL) != nil:
 		return o, fmt.Errorf("conformance: Options.TTL: %w", core.ValidateTTL(o.TTL))
 	case o.TTL < 6*time.Millisecond:
-		return o, fmt.Errorf("conformance: Options.TTL is %v; the expiry cases need at least 6ms to check TTL/2 and TTL+TTL/6 apart", o.TTL)
+		return o, fmt.Errorf("conformance: Options.TTL is %v; the expiry cases need at least 6ms to tell their two checks apart (see Options.TTL)", o.TTL)
 	case o.Timeout < 0:
 		return o, fmt.Errorf("conformance: Options.Timeout is %v; want a positive duration, or 0 for the default", o.Timeout)
 	case core.ValidateKey(o.KeyPrefix) != nil:
@@ -146,10 +146,11 @@ type Case struct {
 	Concurrent bool
 	// Waits marks the cases that let time pass. Without
 	// [Options.AdvanceTime] they sleep in real time (concurrently with each
-	// other under [Run]): a "store" case for up to TTL + TTL/6
-	// (renew-then-expire for TTL/2 + TTL + TTL/6, about 1.7 × TTL), an
-	// "instances" case for about 1.5 × TTL (jobs-handover-on-close for at
-	// least a second, and a failing case for up to about 2 × TTL).
+	// other under [Run]): a "store" case until its last check (see
+	// [Options.TTL]; about 1.7 × TTL for renew-then-expire, which checks
+	// after a renewal), an "instances" case for about 1.5 × TTL
+	// (jobs-handover-on-close for at least a second, and a failing case for
+	// up to about 2 × TTL).
 	Waits bool
 
 	run func(t testing.TB, e *env)
@@ -187,8 +188,8 @@ func Cases() []Case {
 //
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
-// 1.7 × TTL (the TTL/2 + TTL + TTL/6 of renew-then-expire, and at least a
-// second) beyond the time of its calls. With AdvanceTime, every case runs
+// 1.7 × TTL (the longest of them, see [Case.Waits], and at least a second)
+// beyond the time of its calls. With AdvanceTime, every case runs
 // in turn and none sleeps.
 func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options) {
 	t.Helper()

@@ -174,6 +174,18 @@ func (e *env) cleanupRelease(t testing.TB, key, owner string) {
 	})
 }
 
+// The kit's timing, stated here once (and for users on Options.TTL): a case
+// that tests expiry looks at a lock twice, counted from when it was taken or
+// last renewed. At heldCheck, TTL/2, well before its expiry, the lock must
+// still be held; at goneCheck, TTL + TTL/6, a sixth of a ttl past its
+// expiry, it must be free. The sixth absorbs the round trip of the call
+// that took the lock and the store's clock resolution; without AdvanceTime
+// a call must come back well within TTL/3 for the checks to mean anything.
+func heldCheck(ttl time.Duration) time.Duration { return ttl / 2 }
+
+// goneCheck: see heldCheck.
+func goneCheck(ttl time.Duration) time.Duration { return ttl + ttl/6 }
+
 // timeline lets time pass for a case, measured from the moment it starts:
 // on the store's clock through Options.AdvanceTime, or in real time.
 type timeline struct {

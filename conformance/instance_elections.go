@@ -111,8 +111,9 @@ func electionHandoverAfterPause(t testing.TB, e *env) {
 	// i0's lease was last renewed no later than the pause, on the store's
 	// clock: a campaign sent ttl after it must win, and a candidate
 	// campaigns every ttl/3 of its clock, which never runs ahead of the
-	// store's (see clockAt); TTL/6 is a margin for the store's clock.
-	limit := c.ttl + c.ttl/3 + c.ttl/6
+	// store's (see clockAt); goneCheck adds the kit's margin past the
+	// expiry.
+	limit := goneCheck(c.ttl) + c.ttl/3
 	for len(c.leaders(others...)) == 0 && c.now()-start < 2*c.ttl {
 		c.elapse(c.step)
 	}

@@ -231,7 +231,7 @@ func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 	// i0's locks were last renewed no later than the pause, on the store's
 	// clock, so a tick sent ttl (and a margin) after it must take over.
 	gap := c.ttl / 12
-	limit := c.ttl + c.ttl/6
+	limit := goneCheck(c.ttl)
 	for {
 		c.elapse(gap)
 		sent := c.now()

@@ -122,15 +122,15 @@ func renewByHolder(t testing.TB, e *env) {
 	key, a := e.key(), e.owner("A")
 	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(ttl / 2)
-	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", ttl/2, ttl))
-	tl.until(ttl + ttl/6)
-	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, ttl/2, ttl))
+	tl.until(heldCheck(ttl))
+	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", heldCheck(ttl), ttl))
+	tl.until(goneCheck(ttl))
+	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, heldCheck(ttl), ttl))
 	e.mustRelease(t, key, a, "the renewed lock is still live")
 }
 
-// renewThenExpire renews a lock once, at TTL/2, and checks that it outlives
-// its original expiry and is gone a sixth of a ttl after the new one. The
+// renewThenExpire renews a lock once, at heldCheck, and checks that it
+// outlives its original expiry and is gone at goneCheck after the renewal. The
 // new expiry is counted from when the Renew call returned: the store moved
 // the expiry to ttl from a moment no later than that.
 func renewThenExpire(t testing.TB, e *env) {
@@ -138,16 +138,16 @@ func renewThenExpire(t testing.TB, e *env) {
 	key, a := e.key(), e.owner("A")
 	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(ttl / 2)
-	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", ttl/2, ttl))
+	tl.until(heldCheck(ttl))
+	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", heldCheck(ttl), ttl))
 	renewed := tl.elapsed()
 	at := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	tl.until(ttl + ttl/6)
+	tl.until(goneCheck(ttl))
 	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired %v ago with a ttl of %v, so its original expiry has passed, but its owner renewed it for %v, %v after acquiring it, and the store answered true, so it must be held until %v after the acquisition: Renew moves the expiry to ttl from now",
-		at(ttl+ttl/6), ttl, ttl, at(renewed), at(renewed+ttl)))
-	tl.until(renewed + ttl + ttl/6)
+		at(goneCheck(ttl)), ttl, ttl, at(renewed), at(renewed+ttl)))
+	tl.until(renewed + goneCheck(ttl))
 	e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired %v ago with a ttl of %v and renewed once, for %v, %v after the acquisition, so it expired %v after the acquisition at the latest, %v ago: Renew moves the expiry to ttl from now, not further (not ttl past the old expiry, which would keep it until about %v after the acquisition, nor a ttl read in a larger unit)",
-		at(renewed+ttl+ttl/6), ttl, ttl, at(renewed), at(renewed+ttl), at(ttl/6), at(2*ttl)))
+		at(renewed+goneCheck(ttl)), ttl, ttl, at(renewed), at(renewed+ttl), at(goneCheck(ttl)-ttl), at(2*ttl)))
 }
 
 func renewByNonHolder(t testing.TB, e *env) {
@@ -165,12 +165,12 @@ func renewByNonHolder(t testing.TB, e *env) {
 	if e.renew(t, key, b, holdTTL) {
 		t.Fatalf("Renew of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may renew it", show(key))
 	}
-	tl.until(ttl / 2)
+	tl.until(heldCheck(ttl))
 	if e.renew(t, key, b, ttl) {
 		t.Fatalf("Renew of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may renew it", show(key))
 	}
 	e.mustBeHeld(t, key, "its owner acquired it less than a ttl ago")
-	tl.until(ttl + ttl/6)
+	tl.until(goneCheck(ttl))
 	e.mustBeFree(t, key, holdTTL, fmt.Sprintf("its owner acquired it with a ttl of %v and never renewed it; the refused renewals by another owner must not have moved its expiry", ttl))
 }
 
@@ -206,10 +206,10 @@ func expiryFreesKey(t testing.TB, e *env) {
 	key, a := e.key(), e.owner("A")
 	first := e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(ttl / 2)
-	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired with a ttl of %v only %v ago", ttl, ttl/2))
-	tl.until(ttl + ttl/6)
-	_, token := e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired with a ttl of %v, %v ago, and never renewed: expired means gone", ttl, ttl+ttl/6))
+	tl.until(heldCheck(ttl))
+	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired with a ttl of %v only %v ago", ttl, heldCheck(ttl)))
+	tl.until(goneCheck(ttl))
+	_, token := e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired with a ttl of %v, %v ago, and never renewed: expired means gone", ttl, goneCheck(ttl)))
 	if token <= first {
 		t.Fatalf("taking over the expired lock on %s returned token %d, not greater than the expired holder's %d; the contract requires tokens that grow across expiries", show(key), token, first)
 	}
@@ -220,7 +220,7 @@ func expiredLockOldOwner(t testing.TB, e *env) {
 	key, a, b := e.key(), e.owner("A"), e.owner("B")
 	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(ttl + ttl/6)
+	tl.until(goneCheck(ttl))
 	if e.renew(t, key, a, ttl) {
 		t.Fatalf("Renew by the owner of an expired lock on %s returned true; the contract requires false: expired means gone, and a holder that paused past its ttl must learn it lost the lock", show(key))
 	}
@@ -268,7 +268,7 @@ func tokensGrow(t testing.TB, e *env) {
 	e.mustRelease(t, k1, c, "C holds it")
 	take(k1, a, ttl, "re-acquire of k1 by its first holder")
 	tl := e.startTimeline()
-	tl.until(ttl + ttl/6)
+	tl.until(goneCheck(ttl))
 	take(k1, d, holdTTL, "takeover of k1 after expiry")
 	take(k2, c, holdTTL, "takeover of k2 after expiry")
 	e.mustRelease(t, k1, d, "D holds it")

@@ -84,7 +84,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 		first[i] = e.mustAcquire(t, k, e.owner("expiring"), ttl, "no lock has ever held this key")
 	}
 	tl := e.startTimeline()
-	tl.until(ttl + ttl/6)
+	tl.until(goneCheck(ttl))
 	for i, k := range keys {
 		owner, token := e.oneWinner(t, k, fmt.Sprintf("a key whose lock expired, round %d", i+1))
 		if token <= first[i] {
