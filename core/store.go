@@ -46,7 +46,9 @@ import (
 //     returns an error, never a false answer: false means the store decided.
 //
 // [Locks] validates keys and ttls before they reach a store, and refuses an
-// acquisition whose token breaks the growing-token rule.
+// acquisition whose token breaks the growing-token rule. A store therefore
+// trusts its arguments and does not check keys or ttls again (the
+// conformance kit, which calls stores directly, passes valid ones only).
 type LockStore interface {
 	// Acquire takes key for owner if no live lock holds it, and returns the
 	// acquisition's fencing token; acquired is false when the key is taken.
