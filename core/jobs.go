@@ -304,17 +304,3 @@ func (j *Job) handBack(ctx context.Context) error {
 	}
 	return err
 }
-
-// lostError returns the lock's *LockLostError if it was lost, else nil. A
-// nil lock has none.
-func (lk *Lock) lostError() error {
-	if lk == nil {
-		return nil
-	}
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.state == stateLost {
-		return lk.lostErr
-	}
-	return nil
-}

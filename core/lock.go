@@ -12,6 +12,15 @@ import (
 // already done: the lock is still handed back, within this time.
 const releaseTimeout = 10 * time.Second
 
+// MinHold is how long the lock that guards a job stays taken, from the
+// start of a run, when it is handed back sooner. Schedulers on several
+// instances fire the same tick a little apart; an instance that fires up to
+// MinHold late finds the key still taken and skips the tick instead of
+// running it a second time. [Locks.Close] hands job leases back this way;
+// an adapter for a scheduler that takes a lock per run (gocronguard) does
+// it with [Lock.HandBack].
+const MinHold = time.Second
+
 // Lock is a held lease on a key, taken with [Locks.Acquire]. While it is
 // held, the [Locks] instance renews it every ttl/3. Its [Lock.Context] ends
 // when the lock is released or lost; after a loss, [context.Cause] of it is
@@ -222,15 +231,6 @@ func runHooks(hooks []func(error), cause error) {
 	}
 }
 
-func (l *Locks) reportLost(err *LockLostError) {
-	attrs := []any{"key", err.Key, "token", err.Token, "reason", err.Reason.String()}
-	if err.Err != nil {
-		attrs = append(attrs, "err", err.Err)
-	}
-	l.log.Warn("leasehold: lock lost; another holder may take it now", attrs...)
-	l.emit(Event{Type: EventLockLost, Key: err.Key, Token: err.Token, Err: err})
-}
-
 // run calls fn under the lock and releases it after fn returns or panics.
 func (lk *Lock) run(fn func(ctx context.Context) error) (err error) {
 	defer func() {
@@ -243,4 +243,106 @@ func (lk *Lock) run(fn func(ctx context.Context) error) (err error) {
 		}
 	}()
 	return fn(lk.ctx)
+}
+
+// HandBack ends the lock like [Lock.Release], except that the key stays
+// taken in the store until hold has passed since the lock was acquired:
+// instead of releasing it, HandBack renews it once for the rest of hold and
+// stops renewing it, so the store frees it then, on the store's own clock.
+// Nothing waits for that: HandBack returns after that one store call, on
+// any clock. Once hold has passed, it is Release. Either way it returns
+// what Release would, such as the [*LockLostError] of a lock lost before.
+//
+// Hand back with [MinHold] a lock taken for one run of a scheduled job, so
+// that instances firing the same tick a little later skip it.
+func (lk *Lock) HandBack(ctx context.Context, hold time.Duration) error {
+	return lk.releaseAfter(ctx, lk.holdLeft(lk.acquired, hold))
+}
+
+// holdLeft is how much of hold, counted from start on the Locks clock, is
+// left now, rounded up to a whole millisecond (a ttl's unit); 0 once it has
+// passed.
+func (lk *Lock) holdLeft(start time.Time, hold time.Duration) time.Duration {
+	rest := min(start.Add(hold).Sub(lk.locks.clock.Now()), hold)
+	if rest <= 0 {
+		return 0
+	}
+	return (rest + time.Millisecond - 1).Truncate(time.Millisecond)
+}
+
+// lostError returns the lock's *LockLostError if it was lost, else nil. A
+// nil lock has none.
+func (lk *Lock) lostError() error {
+	if lk == nil {
+		return nil
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.state == stateLost {
+		return lk.lostErr
+	}
+	return nil
+}
+
+// tick is a due lock's turn: declare it lost if its deadline has passed,
+// else say that a renewal is to be sent (unless one is still in flight).
+func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
+	lk.mu.Lock()
+	if lk.state != stateHeld {
+		lk.mu.Unlock()
+		return deadline, false
+	}
+	if !now.Before(lk.deadline) {
+		lk.mu.Unlock()
+		lk.lose(LostDeadline)
+		return deadline, false
+	}
+	deadline = lk.deadline
+	inFlight := lk.renewing != nil
+	if !inFlight {
+		lk.renewing = make(chan struct{})
+	}
+	lk.mu.Unlock()
+	// Come back at the deadline in any case: a renewal that hangs must not
+	// keep the holder believing past it.
+	lk.locks.sched.schedule(lk, deadline)
+	return deadline, !inFlight
+}
+
+// renew sends one renewal, sent at sent, and acts on the answer.
+func (lk *Lock) renew(sent, deadline time.Time) {
+	l := lk.locks
+	// The call cannot help once the deadline has passed (the deadline is
+	// enforced by the scheduler, not by this timeout, which only keeps a
+	// hung call from blocking the next renewal for long). The floor keeps
+	// a retry sent just before the deadline from timing out at once.
+	ctx, cancel := context.WithTimeout(l.sched.ctx, max(deadline.Sub(sent), time.Second))
+	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
+	cancel()
+
+	lk.mu.Lock()
+	close(lk.renewing)
+	lk.renewing = nil
+	if lk.state != stateHeld {
+		lk.mu.Unlock()
+		return
+	}
+	switch {
+	case err != nil:
+		lk.lastErr = err
+		retry := l.clock.Now().Add(retryDelay(lk.ttl))
+		if retry.After(lk.deadline) {
+			retry = lk.deadline
+		}
+		lk.mu.Unlock()
+		l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", deadline, "err", err)
+		l.sched.schedule(lk, retry)
+	case !ok:
+		lk.mu.Unlock()
+		lk.lose(LostRefused)
+	default:
+		lk.deadline, lk.lastErr = holderDeadline(sent, lk.ttl), nil
+		lk.mu.Unlock()
+		l.sched.schedule(lk, sent.Add(lk.ttl/3))
+	}
 }

@@ -336,3 +336,12 @@ func (l *Locks) callback(fn func()) {
 func (l *Locks) newOwner() string {
 	return l.instance + "/" + rand.Text()
 }
+
+func (l *Locks) reportLost(err *LockLostError) {
+	attrs := []any{"key", err.Key, "token", err.Token, "reason", err.Reason.String()}
+	if err.Err != nil {
+		attrs = append(attrs, "err", err.Err)
+	}
+	l.log.Warn("leasehold: lock lost; another holder may take it now", attrs...)
+	l.emit(Event{Type: EventLockLost, Key: err.Key, Token: err.Token, Err: err})
+}

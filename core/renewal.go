@@ -145,69 +145,6 @@ func parallel(n, limit int, fn func(i int)) {
 	wg.Wait()
 }
 
-// tick is a due lock's turn: declare it lost if its deadline has passed,
-// else say that a renewal is to be sent (unless one is still in flight).
-func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
-	lk.mu.Lock()
-	if lk.state != stateHeld {
-		lk.mu.Unlock()
-		return deadline, false
-	}
-	if !now.Before(lk.deadline) {
-		lk.mu.Unlock()
-		lk.lose(LostDeadline)
-		return deadline, false
-	}
-	deadline = lk.deadline
-	inFlight := lk.renewing != nil
-	if !inFlight {
-		lk.renewing = make(chan struct{})
-	}
-	lk.mu.Unlock()
-	// Come back at the deadline in any case: a renewal that hangs must not
-	// keep the holder believing past it.
-	lk.locks.sched.schedule(lk, deadline)
-	return deadline, !inFlight
-}
-
-// renew sends one renewal, sent at sent, and acts on the answer.
-func (lk *Lock) renew(sent, deadline time.Time) {
-	l := lk.locks
-	// The call cannot help once the deadline has passed (the deadline is
-	// enforced by the scheduler, not by this timeout, which only keeps a
-	// hung call from blocking the next renewal for long). The floor keeps
-	// a retry sent just before the deadline from timing out at once.
-	ctx, cancel := context.WithTimeout(l.sched.ctx, max(deadline.Sub(sent), time.Second))
-	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
-	cancel()
-
-	lk.mu.Lock()
-	close(lk.renewing)
-	lk.renewing = nil
-	if lk.state != stateHeld {
-		lk.mu.Unlock()
-		return
-	}
-	switch {
-	case err != nil:
-		lk.lastErr = err
-		retry := l.clock.Now().Add(retryDelay(lk.ttl))
-		if retry.After(lk.deadline) {
-			retry = lk.deadline
-		}
-		lk.mu.Unlock()
-		l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", deadline, "err", err)
-		l.sched.schedule(lk, retry)
-	case !ok:
-		lk.mu.Unlock()
-		lk.lose(LostRefused)
-	default:
-		lk.deadline, lk.lastErr = holderDeadline(sent, lk.ttl), nil
-		lk.mu.Unlock()
-		l.sched.schedule(lk, sent.Add(lk.ttl/3))
-	}
-}
-
 // retryDelay spaces retries of a failed renewal: several fit before the
 // deadline, without hammering a store that is down.
 func retryDelay(ttl time.Duration) time.Duration {
