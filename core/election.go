@@ -104,7 +104,7 @@ func (e *Election) run() {
 // try takes the leadership if the key is free.
 func (e *Election) try() {
 	l := e.locks
-	lead, err := l.Acquire(context.Background(), e.key, WithTTL(e.campaign.TTL))
+	lead, err := l.Acquire(context.Background(), e.key, WithTTL(e.campaign.TTL), asKind(KindLeadership))
 	if err != nil {
 		if !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrClosed) {
 			l.log.Warn("leasehold: campaign failed", "key", e.key, "err", err)

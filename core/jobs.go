@@ -186,6 +186,11 @@ func (j *Job) Func() func() {
 // the run lock (or, without WithoutOverlapping, the lease) and its fencing
 // token. A panic in the job releases the run lock and goes on.
 func (j *Job) Run(ctx context.Context) error {
+	return j.locks.observed(ctx, Op{Type: OpJobRun, Key: j.key}, j.run)
+}
+
+// run is Run, observed; it sets ran when it calls the job's function.
+func (j *Job) run(ctx context.Context, ran *bool) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done, ok := j.locks.guards.startRun(cancel)
@@ -200,7 +205,9 @@ func (j *Job) Run(ctx context.Context) error {
 	var lease *Lock
 	if j.oneInstance {
 		var err error
-		if lease, err = j.ownLease(); err != nil {
+		// Without ctx's cancellation (the lease outlives this tick), with
+		// its values (an observer's span).
+		if lease, err = j.ownLease(context.WithoutCancel(ctx)); err != nil {
 			return err
 		}
 		defer context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })()
@@ -209,12 +216,13 @@ func (j *Job) Run(ctx context.Context) error {
 
 	if !j.noOverlap {
 		j.started()
+		*ran = true
 		return withLost(j.fn(runCtx), lease)
 	}
 	// The run lock lives until fn returns, not until runCtx ends: when the
 	// caller's ctx ends, the lease is lost or shutdown stops waiting, fn is
 	// cancelled, but no other run may start while it is still winding down.
-	lk, err := j.locks.Acquire(context.WithoutCancel(runCtx), j.key, WithTTL(j.ttl))
+	lk, err := j.locks.Acquire(context.WithoutCancel(runCtx), j.key, WithTTL(j.ttl), asKind(KindRunLock))
 	switch {
 	case errors.Is(err, ErrNotAcquired):
 		return j.skip(SkipRunInProgress)
@@ -226,6 +234,7 @@ func (j *Job) Run(ctx context.Context) error {
 	lk.whenEnded(func(cause error) { cancel(cause) })
 	runCtx = context.WithValue(runCtx, lockKey{}, lk)
 	j.started()
+	*ran = true
 	return withLost(lk.run(func(context.Context) error { return j.fn(runCtx) }), lease)
 }
 
@@ -251,7 +260,7 @@ func (j *Job) started() {
 }
 
 // ownLease returns this instance's lease on the job, taking it if it is free.
-func (j *Job) ownLease() (*Lock, error) {
+func (j *Job) ownLease(ctx context.Context) (*Lock, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.lease != nil && j.lease.Context().Err() == nil {
@@ -262,7 +271,7 @@ func (j *Job) ownLease() (*Lock, error) {
 		// scheduler learns whether the store kept it, do not run.
 		return nil, j.skip(SkipOtherInstance)
 	}
-	lk, err := j.locks.Acquire(context.Background(), j.leaseKey(), WithTTL(j.ttl))
+	lk, err := j.locks.Acquire(ctx, j.leaseKey(), WithTTL(j.ttl), asKind(KindJobLease))
 	switch {
 	case errors.Is(err, ErrNotAcquired):
 		return nil, j.skip(SkipOtherInstance)

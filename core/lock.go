@@ -31,8 +31,13 @@ type Lock struct {
 	owner string
 	token int64
 	ttl   time.Duration
+	kind  LockKind
 	// acquired is when the acquiring call was sent, on the Locks clock.
 	acquired time.Time
+
+	// endHold ends the observer's OpHold, once: when the lock is released
+	// or lost.
+	endHold func(ok bool, err error)
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -71,8 +76,8 @@ func LockFromContext(ctx context.Context) *Lock {
 	return lk
 }
 
-func newLock(l *Locks, parent context.Context, key, owner string, token int64, ttl time.Duration, sent time.Time) *Lock {
-	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: ttl, acquired: sent, deadline: holderDeadline(sent, ttl), heapIndex: -1}
+func newLock(l *Locks, parent context.Context, key, owner string, token int64, cfg acquireConfig, sent time.Time, endHold func(bool, error)) *Lock {
+	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: cfg.ttl, kind: cfg.kind, acquired: sent, endHold: endHold, deadline: holderDeadline(sent, cfg.ttl), heapIndex: -1}
 	lk.ctx, lk.cancel = context.WithCancelCause(context.WithValue(parent, lockKey{}, lk))
 	lk.stopWatch = context.AfterFunc(parent, func() {
 		_ = lk.Release(context.WithoutCancel(parent))
@@ -151,32 +156,44 @@ func (lk *Lock) releaseAfter(ctx context.Context, after time.Duration) error {
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	var ok bool
-	var err error
+	op := Op{Type: OpRelease, Key: lk.key, Kind: lk.kind}
 	if after > 0 {
-		// A renewal still in flight would move the expiry back to ttl from
-		// now if it reached the store after this call: let it land first.
-		// (A Release needs no such care: the late renewal finds no owner.)
+		// A handback keeps the key for the rest of its hold: a renewal
+		// for after. A renewal still in flight would move the expiry back
+		// to ttl from now if it reached the store after this call: let it
+		// land first. (A Release needs no such care: the late renewal
+		// finds no owner.)
+		op.Type = OpRenew
 		if renewing != nil {
 			select {
 			case <-renewing:
 			case <-rctx.Done():
 			}
 		}
+	}
+	rctx, end := lk.locks.observe(rctx, op)
+	var ok bool
+	var err error
+	if after > 0 {
 		ok, err = lk.locks.store.Renew(rctx, lk.key, lk.owner, after)
 	} else {
 		ok, err = lk.locks.store.Release(rctx, lk.key, lk.owner)
 	}
+	end(ok, err)
 	if err != nil {
-		return fmt.Errorf("leasehold: release %q: %w", lk.key, err)
+		err = fmt.Errorf("leasehold: release %q: %w", lk.key, err)
+		lk.endHold(false, err)
+		return err
 	}
 	if !ok {
 		// The store no longer had it: it expired there before this holder
 		// noticed, so another holder may have run alongside.
 		lost := &LockLostError{Key: lk.key, Token: lk.token, Reason: LostRefused}
 		lk.locks.reportLost(lost)
+		lk.endHold(false, lost)
 		return lost
 	}
+	lk.endHold(true, nil)
 	lk.locks.log.Debug("leasehold: lock released", "key", lk.key, "token", lk.token)
 	return nil
 }
@@ -197,6 +214,7 @@ func (lk *Lock) lose(reason LossReason) {
 	lk.cancel(lk.lostErr)
 	lk.locks.forget(lk)
 	lk.locks.reportLost(lk.lostErr)
+	lk.endHold(false, lk.lostErr)
 	runHooks(hooks, lk.lostErr)
 }
 
@@ -317,7 +335,9 @@ func (lk *Lock) renew(sent, deadline time.Time) {
 	// hung call from blocking the next renewal for long). The floor keeps
 	// a retry sent just before the deadline from timing out at once.
 	ctx, cancel := context.WithTimeout(l.sched.ctx, max(deadline.Sub(sent), time.Second))
+	ctx, end := l.observe(ctx, Op{Type: OpRenew, Key: lk.key, Kind: lk.kind})
 	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
+	end(ok, err)
 	cancel()
 
 	lk.mu.Lock()

@@ -25,6 +25,7 @@ type Locks struct {
 	clock    Clock
 	log      *slog.Logger
 	onEvent  func(Event)
+	observer Observer // nil when none
 	ttl      time.Duration
 	instance string
 	sched    *scheduler
@@ -81,6 +82,7 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		clock:    cfg.clock,
 		log:      cfg.logger,
 		onEvent:  cfg.onEvent,
+		observer: cfg.observer,
 		ttl:      cfg.ttl,
 		instance: cfg.instance,
 		held:     make(map[*Lock]struct{}),
@@ -122,7 +124,7 @@ func (l *Locks) Store() LockStore { return l.store }
 // before it returns the error, so that the key is not held by nobody for a
 // whole ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
-	cfg := acquireConfig{ttl: l.ttl}
+	cfg := acquireConfig{ttl: l.ttl, kind: KindLock}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -139,14 +141,16 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 	backoff := newBackoff(cfg.ttl)
 	for {
 		sent := l.clock.Now()
-		token, ok, err := l.store.Acquire(ctx, key, owner, cfg.ttl)
+		octx, end := l.observe(ctx, Op{Type: OpAcquire, Key: key, Kind: cfg.kind})
+		token, ok, err := l.store.Acquire(octx, key, owner, cfg.ttl)
+		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseQuietly(key, owner, handBackTimeout)
+			l.releaseQuietly(key, owner, cfg.kind, handBackTimeout)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
-			return l.hold(ctx, key, owner, token, cfg.ttl, sent)
+			return l.hold(ctx, key, owner, token, cfg, sent)
 		}
 		left := waitEnd.Sub(l.clock.Now())
 		if left <= 0 {
@@ -170,11 +174,14 @@ func (l *Locks) WithLock(ctx context.Context, key string, fn func(ctx context.Co
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	lk, err := l.Acquire(ctx, key, opts...)
-	if err != nil {
-		return err
-	}
-	return lk.run(fn)
+	return l.observed(ctx, Op{Type: OpWithLock, Key: key, Kind: KindLock}, func(ctx context.Context, ran *bool) error {
+		lk, err := l.Acquire(ctx, key, opts...)
+		if err != nil {
+			return err
+		}
+		*ran = true
+		return lk.run(fn)
+	})
 }
 
 func (l *Locks) check(key string, cfg acquireConfig) error {
@@ -194,7 +201,10 @@ func (l *Locks) check(key string, cfg acquireConfig) error {
 }
 
 // hold checks the token the store gave and starts keeping the lock.
-func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl time.Duration, sent time.Time) (*Lock, error) {
+func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg acquireConfig, sent time.Time) (*Lock, error) {
+	// Observed before the checks, not under l.mu: a refused grant is a
+	// hold that ends at once.
+	ctx, endHold := l.observe(ctx, Op{Type: OpHold, Key: key, Kind: cfg.kind})
 	l.mu.Lock()
 	var broken string
 	switch last := l.tokens[key]; {
@@ -210,16 +220,18 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, ttl ti
 	if broken != "" || l.closed {
 		closed := l.closed
 		l.mu.Unlock()
-		l.releaseQuietly(key, owner, releaseTimeout)
+		l.releaseQuietly(key, owner, cfg.kind, releaseTimeout)
+		var err error = &StoreContractError{Key: key, Token: token, Rule: broken}
 		if closed {
-			return nil, ErrClosed
+			err = ErrClosed
 		}
-		return nil, &StoreContractError{Key: key, Token: token, Rule: broken}
+		endHold(false, err)
+		return nil, err
 	}
-	lk := newLock(l, ctx, key, owner, token, ttl, sent)
+	lk := newLock(l, ctx, key, owner, token, cfg, sent, endHold)
 	l.held[lk] = struct{}{}
 	l.mu.Unlock()
-	l.sched.schedule(lk, sent.Add(ttl/3))
+	l.sched.schedule(lk, sent.Add(cfg.ttl/3))
 	l.log.Debug("leasehold: lock acquired", "key", key, "token", token, "owner", owner)
 	return lk, nil
 }
@@ -231,12 +243,14 @@ const handBackTimeout = 2 * time.Second
 
 // releaseQuietly hands back a key this process must not keep, or may hold
 // without knowing it, within timeout.
-func (l *Locks) releaseQuietly(key, owner string, timeout time.Duration) {
+func (l *Locks) releaseQuietly(key, owner string, kind LockKind, timeout time.Duration) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
 	// cancelled it, and must still be handed back.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
 	defer cancel()
+	ctx, end := l.observe(ctx, Op{Type: OpRelease, Key: key, Kind: kind})
 	released, err := l.store.Release(ctx, key, owner)
+	end(released, err)
 	switch {
 	case err != nil:
 		l.log.Warn("leasehold: could not hand back a lock; it expires after its ttl", "key", key, "err", err)

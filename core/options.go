@@ -18,6 +18,7 @@ type config struct {
 	logger   *slog.Logger
 	onEvent  func(Event)
 	instance string
+	observer Observer // one, or observers
 }
 
 // WithDefaultTTL sets the ttl of locks taken without [WithTTL] (default
@@ -52,6 +53,7 @@ type AcquireOption func(*acquireConfig)
 type acquireConfig struct {
 	ttl  time.Duration
 	wait time.Duration
+	kind LockKind // set by jobs and elections; KindLock otherwise
 }
 
 // WithTTL sets the ttl of this lock, instead of the instance's default.
