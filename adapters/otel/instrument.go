@@ -1,6 +1,8 @@
 package leaseholdotel
 
 import (
+	"context"
+
 	"github.com/leasehold/leasehold/core"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -63,9 +65,18 @@ func Instrument(opts ...Option) core.Option {
 	if cfg.tracers == nil {
 		cfg.tracers = otel.GetTracerProvider()
 	}
+	m := newMetrics(cfg.meters.Meter(ScopeName))
+	// Every loss series exists from the start, at 0: an alert on its
+	// increase then sees the first loss too (Prometheus's increase() cannot
+	// see a series that appears at 1).
+	for k := range kindNames[1:] {
+		for r := range lossReasonName[1:] {
+			m.lost.Add(context.Background(), 0, m.lostSet[k+1][r+1]...)
+		}
+	}
 	return core.WithObserver(&observer{
 		tracer:  cfg.tracers.Tracer(ScopeName),
-		metrics: newMetrics(cfg.meters.Meter(ScopeName)),
+		metrics: m,
 		keys:    cfg.keys,
 	})
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ type cycler struct {
 }
 
 func newCycler(b *testing.B, opts ...core.Option) *cycler {
-	l, err := core.New(core.NewMemoryStore(), append([]core.Option{core.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	l, err := core.New(core.NewMemoryStore(), append([]core.Option{core.WithLogger(discard)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+var discard = slog.New(slog.DiscardHandler)
+
 // instance is one process of a test: a Locks on the shared store, with its
 // own clock, its own metric reader and span exporter, and a store wrapper
 // that counts what the store really answered.
@@ -47,7 +49,7 @@ func newInstance(t *testing.T, store core.LockStore, opts ...leaseholdotel.Optio
 	opts = append([]leaseholdotel.Option{leaseholdotel.WithMeterProvider(mp), leaseholdotel.WithTracerProvider(tp)}, opts...)
 	locks, err := core.New(in.store,
 		core.WithClock(in.clock),
-		core.WithLogger(slog.New(slog.DiscardHandler)),
+		core.WithLogger(discard),
 		leaseholdotel.Instrument(opts...))
 	if err != nil {
 		t.Fatal(err)
@@ -224,12 +226,26 @@ func (s *countingStore) calls(op, key, outcome string) int {
 	return s.counts[op+" "+key+" "+outcome]
 }
 
-// with returns base with the entries of more added (or replaced).
-func with(base map[string]float64, more map[string]float64) map[string]float64 {
-	out := maps.Clone(base)
-	maps.Copy(out, more)
+// with returns the entries of all ms, later ones replacing earlier ones.
+func with(ms ...map[string]float64) map[string]float64 {
+	out := make(map[string]float64)
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
 	return out
 }
+
+// lostAtZero are the loss series every instrumented instance reports from
+// the start.
+var lostAtZero = func() map[string]float64 {
+	out := make(map[string]float64)
+	for _, kind := range []string{"lock", "job_lease", "run_lock", "leadership"} {
+		for _, reason := range []string{"refused", "deadline"} {
+			out["leasehold.lease.lost{lock.kind="+kind+",loss.reason="+reason+"}"] = 0
+		}
+	}
+	return out
+}()
 
 // spanNamed returns the ended spans called name, in the order they ended.
 func (in *instance) spansNamed(name string) tracetest.SpanStubs {

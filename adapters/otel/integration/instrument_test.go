@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +124,7 @@ func TestKeysOnlyWhenAskedFor(t *testing.T) {
 // TestGlobalProvidersSetAfterInstrument: by default the adapter reports
 // through the global providers, even those set after the instance started.
 func TestGlobalProvidersSetAfterInstrument(t *testing.T) {
-	locks, err := core.New(core.NewMemoryStore(), core.WithLogger(slog.New(slog.DiscardHandler)), leaseholdotel.Instrument())
+	locks, err := core.New(core.NewMemoryStore(), core.WithLogger(discard), leaseholdotel.Instrument())
 	if err != nil {
 		t.Fatal(err)
 	}

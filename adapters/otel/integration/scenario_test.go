@@ -61,15 +61,15 @@ func TestScenario(t *testing.T) {
 	if !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("b's WithLock: %v", err)
 	}
-	checkMetrics(t, "a", a.metrics(t), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, map[string]float64{
 		"leasehold.acquire.attempts{lock.kind=lock,outcome=acquired}":        1,
 		"leasehold.store.duration{outcome=acquired,store.operation=acquire}": 1,
 		"leasehold.lease.held{lock.kind=lock}":                               1,
-	})
-	checkMetrics(t, "b", b.metrics(t), map[string]float64{
+	}))
+	checkMetrics(t, "b", b.metrics(t), with(lostAtZero, map[string]float64{
 		"leasehold.acquire.attempts{lock.kind=lock,outcome=held}":        1,
 		"leasehold.store.duration{outcome=held,store.operation=acquire}": 1,
-	})
+	}))
 	wl := b.spansNamed("leasehold.with_lock")
 	if len(wl) != 1 || attr(wl[0].Attributes, "leasehold.outcome") != "held" || wl[0].Status.Code != codes.Error ||
 		!slices.Equal(b.children(wl[0]), []string{"leasehold.acquire held"}) {
@@ -78,17 +78,17 @@ func TestScenario(t *testing.T) {
 
 	// Renewal, then release.
 	advance(10*time.Second, a, b)
-	checkMetrics(t, "a", a.metrics(t), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, map[string]float64{
 		"leasehold.acquire.attempts{lock.kind=lock,outcome=acquired}":        1,
 		"leasehold.store.duration{outcome=acquired,store.operation=acquire}": 1,
 		"leasehold.lease.held{lock.kind=lock}":                               1,
 		"leasehold.renewals{lock.kind=lock,outcome=renewed}":                 1,
 		"leasehold.store.duration{outcome=renewed,store.operation=renew}":    1,
-	})
+	}))
 	if err := order.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkMetrics(t, "a", a.metrics(t), with(a.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, a.store.expected(kindOf), map[string]float64{
 		"leasehold.lease.held{lock.kind=lock}": 0,
 	}))
 	if n := a.store.calls("release", "orders:42", "released"); n != 1 {
@@ -112,13 +112,13 @@ func TestScenario(t *testing.T) {
 	if err := jb.Run(ctx); !errors.Is(err, core.ErrSkipped) {
 		t.Fatalf("b's tick: %v", err)
 	}
-	checkMetrics(t, "a", a.metrics(t), with(a.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, a.store.expected(kindOf), map[string]float64{
 		"leasehold.lease.held{lock.kind=lock}":      0,
 		"leasehold.lease.held{lock.kind=job_lease}": 1,
 		"leasehold.lease.held{lock.kind=run_lock}":  0,
 		"leasehold.job.runs{outcome=ok}":            1,
 	}))
-	checkMetrics(t, "b", b.metrics(t), with(b.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "b", b.metrics(t), with(lostAtZero, b.store.expected(kindOf), map[string]float64{
 		"leasehold.job.skips{skip.reason=other_instance}": 1,
 	}))
 	if n := b.store.calls("acquire", "export:owner", "held"); n != 1 {
@@ -147,7 +147,7 @@ func TestScenario(t *testing.T) {
 	if !ea.Leader() || eb.Leader() {
 		t.Fatalf("leaders: a %v, b %v", ea.Leader(), eb.Leader())
 	}
-	checkMetrics(t, "a", a.metrics(t), with(a.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, a.store.expected(kindOf), map[string]float64{
 		"leasehold.lease.held{lock.kind=lock}":                     0,
 		"leasehold.lease.held{lock.kind=job_lease}":                1,
 		"leasehold.lease.held{lock.kind=run_lock}":                 0,
@@ -213,7 +213,7 @@ func TestScenario(t *testing.T) {
 		t.Fatalf("the with_lock span of the lost lock: %+v", last)
 	}
 
-	checkMetrics(t, "a", a.metrics(t), with(a.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "a", a.metrics(t), with(lostAtZero, a.store.expected(kindOf), map[string]float64{
 		"leasehold.lease.held{lock.kind=lock}":                           0,
 		"leasehold.lease.held{lock.kind=job_lease}":                      0,
 		"leasehold.lease.held{lock.kind=run_lock}":                       0,
@@ -224,7 +224,7 @@ func TestScenario(t *testing.T) {
 		"leasehold.leadership.changes{leadership.change=acquired}":       1,
 		"leasehold.leadership.changes{leadership.change=lost}":           1,
 	}))
-	checkMetrics(t, "b", b.metrics(t), with(b.store.expected(kindOf), map[string]float64{
+	checkMetrics(t, "b", b.metrics(t), with(lostAtZero, b.store.expected(kindOf), map[string]float64{
 		"leasehold.lease.held{lock.kind=lock}":                      0,
 		"leasehold.lease.held{lock.kind=job_lease}":                 1,
 		"leasehold.lease.held{lock.kind=run_lock}":                  0,
