@@ -47,6 +47,14 @@
 // [Locks.Close] shuts all of it down in order: no new ticks, running runs
 // finish, job leases go back, leaders step down, other locks are released.
 //
+// # Observing
+//
+// [WithObserver] installs an [Observer], which sees every store call with
+// its answer, every lock held until its release or loss, every
+// [Locks.WithLock] and every job tick, and may put a span in the context
+// each runs in. github.com/leasehold/leasehold/adapters/otel implements it
+// for OpenTelemetry metrics and traces.
+//
 // # Testing
 //
 // A [ManualClock] moves an instance through minutes of renewals, expiries and

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	leaseholdotel "github.com/leasehold/leasehold/adapters/otel"
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
@@ -64,7 +65,9 @@ func run(log *slog.Logger, addr string, reconcileEvery time.Duration) error {
 		return err
 	}
 
-	locks, err := core.New(store, core.WithLogger(log))
+	// Metrics and traces go to the global OpenTelemetry providers; install
+	// their SDK and exporters here (docs/observability.md).
+	locks, err := core.New(store, core.WithLogger(log), leaseholdotel.Instrument())
 	if err != nil {
 		return err
 	}
