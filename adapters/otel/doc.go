@@ -15,8 +15,9 @@
 //	locks, err := core.New(store, core.WithLogger(log), leaseholdotel.Instrument())
 //
 // It uses the global MeterProvider and TracerProvider (set them with
-// otel.SetMeterProvider and otel.SetTracerProvider, before or after this
-// call), or those given with [WithMeterProvider] and [WithTracerProvider].
+// otel.SetMeterProvider and otel.SetTracerProvider before this call; set
+// later, they see what happens from then on), or those given with
+// [WithMeterProvider] and [WithTracerProvider].
 // The instance reports through a [core.Observer], so every store call is
 // seen, whichever store it is, and nothing else needs wrapping.
 //
