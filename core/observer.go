@@ -11,11 +11,12 @@ import (
 // implements it and [WithObserver] installs it; core itself needs nothing
 // but this interface.
 //
-// Start is called as each operation begins, on the goroutine that does it
-// (often the renewal scheduler). The context it returns is the one the
+// Start is called as each operation begins, and its end function as it
+// ends, on the goroutines that do the work (often the renewal scheduler).
+// The context Start returns is the one the
 // operation runs in: a store call receives it, and the context of a
 // WithLock callback or a job run derives from it, so a tracer puts its span
-// there. end is called exactly once, when the operation ends, with:
+// there. end is called exactly once, with:
 //
 //   - [OpAcquire], [OpRenew], [OpRelease]: the store's answer (acquired,
 //     renewed, released) and its error.
