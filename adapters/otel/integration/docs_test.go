@@ -98,7 +98,7 @@ func TestPrometheusNames(t *testing.T) {
 	}
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.MemoryClock(clock))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	ctx := context.Background()
 	for range 2 {
 		l, err := core.New(store, core.WithClock(clock), core.WithLogger(discard),
@@ -107,7 +107,7 @@ func TestPrometheusNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { clock.Advance(time.Second); _ = l.Close(ctx) })
-		job, err := l.Job(func(context.Context) error { return nil }, core.JobKey("export"), core.OnOneInstance())
+		job, err := l.Job(func(context.Context) error { return nil }, core.WithJobKey("export"), core.OnOneInstance())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func TestKeysOnlyWhenAskedFor(t *testing.T) {
 		broken := newInstance(t, failingStore{core.NewMemoryStore()}, opts...)
 		for _, in := range []*instance{ok, broken} {
 			_ = in.locks.WithLock(ctx, "customer:alice", func(context.Context) error { return nil })
-			job, err := in.locks.Job(func(context.Context) error { return nil }, core.JobKey("export"), core.OnOneInstance())
+			job, err := in.locks.Job(func(context.Context) error { return nil }, core.WithJobKey("export"), core.OnOneInstance())
 			if err != nil {
 				t.Fatal(err)
 			}

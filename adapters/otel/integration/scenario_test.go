@@ -21,7 +21,7 @@ import (
 func TestScenario(t *testing.T) {
 	ctx := context.Background()
 	storeClock := core.NewManualClock(t0)
-	mem := core.NewMemoryStore(core.MemoryClock(storeClock))
+	mem := core.NewMemoryStore(core.WithMemoryClock(storeClock))
 	a, b := newInstance(t, mem), newInstance(t, mem)
 	// advance moves the store's clock and those of the running instances,
 	// a second at a time; an instance left out is paused.
@@ -97,7 +97,7 @@ func TestScenario(t *testing.T) {
 
 	// A job runs on a, and its tick on b is skipped.
 	job := func(context.Context) error { return nil }
-	guards := []core.JobOption{core.JobKey("export"), core.OnOneInstance(), core.WithoutOverlapping()}
+	guards := []core.JobOption{core.WithJobKey("export"), core.OnOneInstance(), core.WithoutOverlapping()}
 	ja, err := a.locks.Job(job, guards...)
 	if err != nil {
 		t.Fatal(err)
