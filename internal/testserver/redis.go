@@ -28,33 +28,64 @@ func Redis(t testing.TB) (redisURL, prefix string) {
 		t.Fatalf("testserver: Redis at %s: %v", redactURL(redisURL), err)
 	}
 	t.Cleanup(func() {
-		// Redis runs the script atomically; unpack in slices stays under
-		// Lua's stack limit.
-		const script = `local ks = redis.call('KEYS', ARGV[1])
-for i = 1, #ks, 1000 do redis.call('DEL', unpack(ks, i, math.min(i + 999, #ks))) end
-return #ks`
-		if _, err := redisDo(redisURL, "EVAL", script, "0", prefix+"*"); err != nil {
+		if _, err := redisDo(redisURL, "EVAL", deleteKeysScript, "0", prefix+"*"); err != nil {
 			t.Errorf("testserver: delete Redis keys %s*: %v", prefix, err)
 		}
 	})
 	return redisURL, prefix
 }
 
+// deleteKeysScript deletes the keys that match ARGV[1], one DEL each (a
+// Cluster node refuses a DEL of keys in several slots). Redis runs the
+// script atomically; a test's keys are few.
+const deleteKeysScript = `local ks = redis.call('KEYS', ARGV[1])
+for _, k in ipairs(ks) do redis.call('DEL', k) end
+return #ks`
+
+// redisAuth is what a Redis URL says about logging in.
+type redisAuth struct {
+	user, password string
+	db             string // "" or "0": no SELECT
+}
+
+// parseRedisURL splits a redis:// URL into its address and login.
+func parseRedisURL(rawURL string) (addr string, auth redisAuth, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", auth, err
+	}
+	if u.Scheme != "redis" {
+		return "", auth, fmt.Errorf("want a redis:// URL, got scheme %q", u.Scheme)
+	}
+	auth.user = u.User.Username()
+	auth.password, _ = u.User.Password()
+	auth.db = strings.Trim(u.Path, "/")
+	return redisAddr(u.Host), auth, nil
+}
+
+// redisAddr adds Redis's default port to host if it has none.
+func redisAddr(host string) string {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "6379")
+	}
+	return host
+}
+
 // redisDo runs one command on a new connection to the server of rawURL,
 // after AUTH and SELECT as the URL says, and returns the reply's first line.
 func redisDo(rawURL string, args ...string) (string, error) {
-	u, err := url.Parse(rawURL)
+	addr, auth, err := parseRedisURL(rawURL)
 	if err != nil {
 		return "", err
 	}
-	if u.Scheme != "redis" {
-		return "", fmt.Errorf("want a redis:// URL, got scheme %q", u.Scheme)
-	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "6379")
-	}
-	c, err := net.DialTimeout("tcp", host, 5*time.Second)
+	return redisDoAt(addr, auth, args...)
+}
+
+// redisDoAt runs one command on a new connection to addr, after AUTH and
+// SELECT as auth says, and returns the reply's first line (a bulk string
+// whole).
+func redisDoAt(addr string, auth redisAuth, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -72,18 +103,18 @@ func redisDo(rawURL string, args ...string) (string, error) {
 		}
 		return readReply(r)
 	}
-	if pw, ok := u.User.Password(); ok {
-		auth := []string{"AUTH", pw}
-		if name := u.User.Username(); name != "" {
-			auth = []string{"AUTH", name, pw}
+	if auth.password != "" {
+		login := []string{"AUTH", auth.password}
+		if auth.user != "" {
+			login = []string{"AUTH", auth.user, auth.password}
 		}
-		if _, err := do(auth...); err != nil {
+		if _, err := do(login...); err != nil {
 			return "", fmt.Errorf("AUTH: %w", err)
 		}
 	}
-	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
-		if _, err := do("SELECT", db); err != nil {
-			return "", fmt.Errorf("SELECT %s: %w", db, err)
+	if auth.db != "" && auth.db != "0" {
+		if _, err := do("SELECT", auth.db); err != nil {
+			return "", fmt.Errorf("SELECT %s: %w", auth.db, err)
 		}
 	}
 	return do(args...)
