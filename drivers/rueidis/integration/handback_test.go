@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// lostReply runs every command, but answers the next one with a
+// connection error once drop is set, as if the reply was lost on the way.
+type lostReply struct {
+	rueidis.Client
+	drop atomic.Bool
+}
+
+func (c *lostReply) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	res := c.Client.Do(ctx, cmd)
+	if c.drop.Swap(false) {
+		return rueidis.NewErrorResult(io.ErrUnexpectedEOF)
+	}
+	return res
+}
+
+// TestAcquireLostReplyHandsBack: an acquisition whose reply is lost took
+// the key on the server; Acquire reports the error and releases the key,
+// so it does not stay locked until its ttl.
+func TestAcquireLostReplyHandsBack(t *testing.T) {
+	url, prefix := testserver.Redis(t)
+	c := &lostReply{Client: newClient(t, url)}
+	s, err := rueidisstore.New(c, rueidisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drop.Store(true)
+	if _, ok, err := s.Acquire(context.Background(), "k", "a", time.Hour); err == nil || ok {
+		t.Fatalf("Acquire with a lost reply = %v, %v; want an error", ok, err)
+	}
+	mustAcquire(t, newStore(t, url, prefix), "k", "b", time.Minute)
+}
+
+// TestAcquireCancelled: a context cancelled before the call is an error,
+// never "not acquired", and leaves the key free.
+func TestAcquireCancelled(t *testing.T) {
+	url, prefix := testserver.Redis(t)
+	s := newStore(t, url, prefix)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, err := s.Acquire(ctx, "k", "a", time.Hour); err == nil || ok {
+		t.Fatalf("Acquire on a cancelled context = %v, %v; want an error", ok, err)
+	}
+	mustAcquire(t, s, "k", "b", time.Minute)
+}

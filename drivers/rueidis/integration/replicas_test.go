@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// TestWithReplicasNone: with no replica to acknowledge it, an acquisition
+// is released again and reported as ErrNotReplicated.
+func TestWithReplicasNone(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	s := newStore(t, srv.URL(), prefix, rueidisstore.WithReplicas(1, 50*time.Millisecond))
+	token, ok, err := s.Acquire(context.Background(), "k", "a", time.Minute)
+	if !errors.Is(err, rueidisstore.ErrNotReplicated) || ok || token != 0 {
+		t.Fatalf("Acquire without a replica = %d, %v, %v; want an ErrNotReplicated error", token, ok, err)
+	}
+	// Released, not left to expire: another owner takes it at once.
+	mustAcquire(t, newStore(t, srv.URL(), prefix), "k", "b", time.Minute)
+	// A failed try sends no WAIT, so it does not wait for the timeout.
+	_, ok, err = s.Acquire(context.Background(), "k", "c", time.Minute)
+	if err != nil || ok {
+		t.Fatalf("Acquire of a held key = %v, %v; want not acquired, no error", ok, err)
+	}
+}
+
+// TestWithReplicasAcknowledged: with a replica attached, the acquisition
+// succeeds and the replica has the lock.
+func TestWithReplicasAcknowledged(t *testing.T) {
+	// The primary sends its snapshot at once, not after the default 5s.
+	primary := testserver.StartRedis(t, "--repl-diskless-sync-delay", "0")
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	replica := testserver.StartRedis(t, "--replicaof", host, port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := replica.Do("INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not attach: %q, %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := newStore(t, primary.URL(), prefix, rueidisstore.WithReplicas(1, 5*time.Second))
+	mustAcquire(t, s, "k", "a", time.Minute)
+	if owner, err := replica.Do("HGET", prefix+"{k}", "o"); err != nil || owner != "a" {
+		t.Fatalf("HGET on the replica = %q, %v; want the owner a", owner, err)
+	}
+}
+
+func TestWithReplicasOptions(t *testing.T) {
+	srv := testserver.StartRedis(t)
+	client := newClient(t, srv.URL())
+	for _, opt := range []rueidisstore.Option{
+		rueidisstore.WithReplicas(-1, time.Second),
+		rueidisstore.WithReplicas(1, 0), // WAIT 0 would wait forever
+		rueidisstore.WithFloorRetention(-time.Second),
+		rueidisstore.WithFloorRetention(time.Microsecond),
+		rueidisstore.WithPrefix(""),
+		rueidisstore.WithPrefix("a{b}"),
+	} {
+		if _, err := rueidisstore.New(client, opt); err == nil {
+			t.Errorf("New accepted a bad option")
+		}
+	}
+}
