@@ -7,8 +7,10 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/leasehold/leasehold/adapters/otel v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
-	github.com/leasehold/leasehold/drivers/sqlite v0.0.0
+	github.com/leasehold/leasehold/drivers/rueidis v0.0.0
 	github.com/leasehold/leasehold/drivers/sql v0.0.0
+	github.com/leasehold/leasehold/drivers/sqlite v0.0.0
+	github.com/redis/rueidis v1.0.80
 	modernc.org/sqlite v1.62.0
 )
 
@@ -30,9 +32,9 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
@@ -42,7 +44,8 @@ replace (
 	github.com/leasehold/leasehold/adapters/otel => ./adapters/otel
 	github.com/leasehold/leasehold/conformance => ./conformance
 	github.com/leasehold/leasehold/core => ./core
-	github.com/leasehold/leasehold/drivers/sqlite => ./drivers/sqlite
+	github.com/leasehold/leasehold/drivers/rueidis => ./drivers/rueidis
 	github.com/leasehold/leasehold/drivers/sql => ./drivers/sql
+	github.com/leasehold/leasehold/drivers/sqlite => ./drivers/sqlite
 	github.com/leasehold/leasehold/internal/testserver => ./internal/testserver
 )

@@ -2,8 +2,9 @@ package main
 
 // End-to-end tests of the leasehold command: the binary is built once, and
 // every test runs it as a process, on a SQLite file of its own (and on
-// PostgreSQL and MySQL when LEASEHOLD_TEST_POSTGRES / LEASEHOLD_TEST_MYSQL
-// name servers).
+// PostgreSQL, MySQL, Redis and a Redis Cluster when LEASEHOLD_TEST_POSTGRES,
+// LEASEHOLD_TEST_MYSQL, LEASEHOLD_TEST_REDIS and LEASEHOLD_TEST_REDIS_CLUSTER
+// name servers, and on a redis-server of its own).
 
 import (
 	"context"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/leasehold/leasehold/core/coretest"
+	"github.com/redis/rueidis"
 )
 
 // bin is the leasehold binary built by TestMain.
@@ -470,7 +472,9 @@ func TestBadInput(t *testing.T) {
 		{"key too long", []string{"run", "--key", strings.Repeat("k", 501), "--", "true"}, 2, "invalid key"},
 		{"bad URL", []string{"run", "--store", "nonsense", "--", "true"}, 2, "is not a URL"},
 		{"unknown scheme", []string{"status", "--store", "ftp://x/y"}, 2, "unsupported store"},
-		{"redis", []string{"run", "--store", "redis://127.0.0.1:6379/0", "--", "true"}, 2, "Redis driver is not available yet"},
+		{"bad redis URL", []string{"run", "--store", "redis://:secret@127.0.0.1:6379/zero", "--", "true"}, 2, "invalid database number"},
+		{"unreachable redis", []string{"run", "--store", fmt.Sprintf("redis://:secret@127.0.0.1:%d/0", port), "--", "true"}, 125, "connection refused"},
+		{"unreachable redis status", []string{"status", "--store", fmt.Sprintf("rediss://:secret@127.0.0.1:%d/0", port)}, 1, "connection refused"},
 		{"bad postgres URL", []string{"status", "--store", "postgres://u:secret@h:port/db"}, 2, "cannot parse"},
 		{"bad mysql URL", []string{"status", "--store", "mysql://u:secret@h:3306"}, 2, "names no database"},
 		{"unreachable postgres", []string{"run", "--store", fmt.Sprintf("postgres://postgres:secret@127.0.0.1:%d/test?sslmode=disable", port), "--", "true"}, 125, "connection refused"},
@@ -600,6 +604,130 @@ func TestRunMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverRun(t, store)
+}
+
+// redisStore returns the store URL of the Redis server or cluster at
+// redisURL (rueidis.ParseURL's form) with a key prefix of the test's own,
+// and deletes the test's keys when it ends.
+func redisStore(t *testing.T, redisURL string) string {
+	t.Helper()
+	prefix := fmt.Sprintf("lh_cmd_%d_%d:", os.Getpid(), time.Now().UnixNano())
+	u, err := url.Parse(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("key_prefix", prefix)
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() {
+		opt, err := rueidis.ParseURL(redisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx := context.Background()
+		for addr, node := range c.Nodes() {
+			for cursor := uint64(0); ; {
+				e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Build()).AsScanEntry()
+				if err != nil {
+					t.Fatalf("SCAN on %s: %v", addr, err)
+				}
+				for _, k := range e.Elements {
+					c.Do(ctx, c.B().Del().Key(k).Build())
+				}
+				if cursor = e.Cursor; cursor == 0 {
+					break
+				}
+			}
+		}
+	})
+	return u.String()
+}
+
+func TestRunRedis(t *testing.T) {
+	t.Parallel()
+	redisURL := os.Getenv("LEASEHOLD_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("LEASEHOLD_TEST_REDIS is not set")
+	}
+	serverRun(t, redisStore(t, redisURL))
+	bad := strings.Replace(redisStore(t, redisURL), "key_prefix=", "key_prefix=%7B", 1)
+	if r := lh(t, t.TempDir(), "status", "--store", bad); r.code != 2 || !strings.Contains(r.stderr, "brace") {
+		t.Errorf("status with a key prefix that holds a brace: code %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunRedisCluster: the Cluster URL form, redis://host:port?addr=...
+func TestRunRedisCluster(t *testing.T) {
+	t.Parallel()
+	seeds := os.Getenv("LEASEHOLD_TEST_REDIS_CLUSTER")
+	if seeds == "" {
+		t.Skip("LEASEHOLD_TEST_REDIS_CLUSTER is not set")
+	}
+	clusterURL := seeds
+	if !strings.Contains(seeds, "://") {
+		addrs := strings.Split(seeds, ",")
+		clusterURL = (&url.URL{Scheme: "redis", Host: addrs[0], RawQuery: url.Values{"addr": addrs[1:]}.Encode()}).String()
+	}
+	serverRun(t, redisStore(t, clusterURL))
+}
+
+// TestRunRedisRestart: leasehold run's tokens keep growing after a Redis
+// server without persistence restarts and forgets every key. The server is
+// a redis-server of the test's own (the shared one is never restarted).
+func TestRunRedisRestart(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no redis-server binary: %v", err)
+		}
+		t.Skipf("no redis-server binary: %v", err)
+	}
+	dir := t.TempDir()
+	port := closedPort(t)
+	var srv *exec.Cmd
+	startRedis := func() {
+		srv = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "", "--appendonly", "no")
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				c.Close()
+				return
+			}
+			if i == 500 {
+				t.Fatal("redis-server does not listen")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stopRedis := func() {
+		srv.Process.Kill()
+		srv.Wait()
+	}
+	startRedis()
+	t.Cleanup(stopRedis)
+	store := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	token := func() int64 {
+		t.Helper()
+		r := lh(t, dir, "run", "--store", store, "--key", "nightly", "--", "sh", "-c", `echo "$LEASEHOLD_FENCING_TOKEN"`)
+		n, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+		if r.code != 0 || err != nil {
+			t.Fatalf("run: code %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		return n
+	}
+	before := token()
+	stopRedis()
+	startRedis()
+	if after := token(); after <= before {
+		t.Fatalf("token %d after the restart, %d before: tokens must keep growing", after, before)
+	}
 }
 
 // mysqlURL turns a go-sql-driver DSN (as LEASEHOLD_TEST_MYSQL gives it)

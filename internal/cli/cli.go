@@ -53,6 +53,8 @@ $XDG_STATE_HOME/leasehold/locks.db, by default ~/.local/state/leasehold/locks.db
   sqlite:///path/to/locks.db
   postgres://user:pass@host:5432/db?sslmode=disable
   mysql://user:pass@host:3306/db
+  redis://user:pass@host:6379/0 (rediss:// for TLS; a Cluster as
+    redis://host1:port?addr=host2:port&addr=host3:port)
 
 Exit status: 0 ok, 1 error, 2 usage error; run has its own (leasehold help run).
 Documentation: docs/cli.md.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,6 +122,38 @@ func TestOpenStoreSQLite(t *testing.T) {
 	infos, err := st.lister.List(context.Background(), "")
 	if err != nil || len(infos) != 1 || infos[0].Key != "k" || holder(infos[0].Owner) != "me" {
 		t.Errorf("List = %+v, %v", infos, err)
+	}
+}
+
+// TestOpenStoreRedisErrors: a Redis URL that rueidis cannot parse, or a
+// key prefix the store refuses, is a usage error; an unreachable server is
+// not; neither shows the password.
+func TestOpenStoreRedisErrors(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		url   string
+		usage bool
+	}{
+		{"redis://:secret@h:6379/notanumber", true},
+		{"rediss://:secret@h:6379/0/1", true},
+		{"redis://:secret@" + closed + "/0", false},
+		{"valkey://:secret@" + closed + "/0", false},
+		{"redis://:secret@" + closed + "?addr=" + closed, false},
+	} {
+		_, err := openStore(context.Background(), tc.url)
+		var usage *usageError
+		if err == nil || errors.As(err, &usage) != tc.usage {
+			t.Errorf("openStore(%q) = %v; want an error, a usage error: %v", tc.url, err, tc.usage)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("openStore(%q): the error shows the password: %v", tc.url, err)
+		}
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/leasehold/leasehold/core"
+	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
+	"github.com/redis/rueidis"
 )
 
 // storeEnv names the environment variable that gives the store when --store
@@ -64,7 +66,7 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-const storeSchemes = "sqlite:///path/to/locks.db, postgres://... or mysql://user:pass@host:port/db"
+const storeSchemes = "sqlite:///path/to/locks.db, postgres://..., mysql://user:pass@host:port/db or redis://host:port/db"
 
 // storeURL returns the store URL to use: the flag's value, else
 // $LEASEHOLD_STORE, else the per-user SQLite file.
@@ -111,8 +113,8 @@ func openStore(ctx context.Context, raw string) (*store, error) {
 		return openPostgres(ctx, raw)
 	case "mysql", "mariadb":
 		return openMySQL(ctx, raw)
-	case "redis", "rediss":
-		return nil, usagef("the Redis driver is not available yet: use %s", storeSchemes)
+	case "redis", "rediss", "valkey", "valkeys":
+		return openRedis(raw)
 	}
 	return nil, usagef("unsupported store %q: want %s", redact(raw), storeSchemes)
 }
@@ -237,6 +239,37 @@ func openSQL(ctx context.Context, db *sql.DB, d sqlstore.Dialect, desc string) (
 		return fail(err)
 	}
 	return &store{LockStore: s, lister: s, desc: desc, close: db.Close}, nil
+}
+
+// redisPrefixParam is the Redis URL parameter that sets the store's key
+// prefix (rueidisstore.WithPrefix); rueidis.ParseURL ignores it.
+const redisPrefixParam = "key_prefix"
+
+// openRedis connects to the Redis or Valkey server, Sentinel or Cluster of
+// a URL in the form rueidis.ParseURL takes: redis://user:pass@host:port/db,
+// rediss:// for TLS, a Cluster as redis://host1:port1?addr=host2:port2, a
+// Sentinel group with ?master_set=name. The client dials (with rueidis's
+// dial timeout, or dial_timeout=) before it returns.
+func openRedis(raw string) (*store, error) {
+	opt, err := rueidis.ParseURL(raw)
+	if err != nil {
+		return nil, usagef("store %q: %v", redact(raw), err)
+	}
+	var opts []rueidisstore.Option
+	if u, err := url.Parse(raw); err == nil && u.Query().Has(redisPrefixParam) {
+		opts = append(opts, rueidisstore.WithPrefix(u.Query().Get(redisPrefixParam)))
+	}
+	opt.DisableCache = true // no client-side caching: every call is a script
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", redact(raw), err)
+	}
+	s, err := rueidisstore.New(client, opts...)
+	if err != nil {
+		client.Close()
+		return nil, usagef("store %q: %v", redact(raw), err)
+	}
+	return &store{LockStore: s, lister: s, desc: redact(raw), close: func() error { client.Close(); return nil }}, nil
 }
 
 // redact hides the password of a URL, for messages.
