@@ -44,12 +44,14 @@ end
 return tonumber(token)`)
 
 	// renewScript moves the lock's expiry, and the floor's with it, so the
-	// floor always outlives the lock by the retention.
-	renewScript = newScript(`
+	// floor always outlives the lock by the retention. Running it twice
+	// for an owner does what running it once does (it never creates a
+	// lock), so rueidis may send it again after a connection error.
+	renewScript = retryable(newScript(`
 if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if ARGV[3] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
-return 1`)
+return 1`))
 
 	// releaseScript deletes the lock's hash; the floor key stays.
 	releaseScript = newScript(`
@@ -58,20 +60,27 @@ redis.call('DEL', KEYS[1])
 return 1`)
 
 	// inspectScript reads one lock for List: owner, token and the
-	// milliseconds it has left, or nil when it is gone.
-	inspectScript = newScript(`
+	// milliseconds it has left, or nil when it is gone. It writes nothing.
+	inspectScript = retryable(newScript(`
 local v = redis.call('HMGET', KEYS[1], 'o', 't')
 if not v[1] then return false end
-return {v[1], v[2], redis.call('PTTL', KEYS[1])}`)
+return {v[1], v[2], redis.call('PTTL', KEYS[1])}`))
 )
 
 // script is a Lua script sent as EVALSHA, and as EVAL when the server does
 // not know it yet (NOSCRIPT: nothing ran). Unlike rueidis.Lua it takes its
 // keys and arguments without building slices, to keep the hot path lean.
-// Write scripts are never marked retryable, so rueidis does not send one
-// again after a connection error: the first may have run.
+// Only scripts marked retryable may be sent again by rueidis after a
+// connection error, when the first may have run: acquire (not re-entrant)
+// and release (whose second run would answer false) are not.
 type script struct {
-	src, sha string
+	src, sha  string
+	retryable bool
+}
+
+func retryable(sc script) script {
+	sc.retryable = true
+	return sc
 }
 
 func newScript(src string) script {
@@ -81,11 +90,18 @@ func newScript(src string) script {
 
 // evalsha and eval build the script's two commands.
 func (sc script) evalsha(c rueidis.CommandClient, keys []string, args ...string) rueidis.Completed {
-	return c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	return sc.mark(c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
 
 func (sc script) eval(c rueidis.CommandClient, keys []string, args ...string) rueidis.Completed {
-	return c.B().Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	return sc.mark(c.B().Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+}
+
+func (sc script) mark(cmd rueidis.Completed) rueidis.Completed {
+	if sc.retryable {
+		return cmd.ToRetryable()
+	}
+	return cmd
 }
 
 // run runs the script on c.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,4 +57,60 @@ func TestAcquireCancelled(t *testing.T) {
 		t.Fatalf("Acquire on a cancelled context = %v, %v; want an error", ok, err)
 	}
 	mustAcquire(t, s, "k", "b", time.Minute)
+}
+
+// retries records, per script, whether rueidis may send it again after a
+// connection error.
+type retries struct {
+	rueidis.Client
+	mu        sync.Mutex
+	retryable map[string]bool // by the script's SHA1
+}
+
+func (c *retries) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.mu.Lock()
+	c.retryable[cmd.Commands()[1]] = cmd.IsRetryable()
+	c.mu.Unlock()
+	return c.Client.Do(ctx, cmd)
+}
+
+// TestRetryPolicy: rueidis may send a renewal again (a second run does what
+// the first did), never an acquisition (a second would find the key held
+// by its own owner: not acquired) or a release (a second would answer
+// false).
+func TestRetryPolicy(t *testing.T) {
+	url, prefix := testserver.Redis(t)
+	c := &retries{Client: newClient(t, url), retryable: map[string]bool{}}
+	s, err := rueidisstore.New(c, rueidisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sent := func(op string, f func()) bool {
+		t.Helper()
+		c.mu.Lock()
+		clear(c.retryable)
+		c.mu.Unlock()
+		f()
+		if len(c.retryable) != 1 {
+			t.Fatalf("%s sent %d scripts (%v), want 1", op, len(c.retryable), c.retryable)
+		}
+		for _, r := range c.retryable {
+			return r
+		}
+		return false
+	}
+	if sent("acquire", func() { mustAcquire(t, s, "k", "a", time.Minute) }) {
+		t.Error("acquire is retryable")
+	}
+	if !sent("renew", func() {
+		if ok, err := s.Renew(ctx, "k", "a", time.Minute); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}) {
+		t.Error("renew is not retryable")
+	}
+	if sent("release", func() { mustRelease(t, s, "k", "a") }) {
+		t.Error("release is retryable")
+	}
 }
