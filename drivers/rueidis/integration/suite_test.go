@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,20 +10,19 @@ import (
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
+// TestSuite runs the conformance kit on a standalone Redis and on a Redis
+// Cluster, with 32 callers per race. `go test -run TestSuite
+// -ginkgo.label-filter=redis-cluster` picks one.
 func TestSuite(t *testing.T) { testserver.RunSuite(t, "rueidisstore") }
 
-// kit runs the conformance kit on the server that server returns (its URL
-// and a key prefix), once per container: every case gets a store on a
-// client of its own, and 32 callers race on each key.
+// kit runs the kit on the server that server returns (its URL and a key
+// prefix), fetched once for the container. Each store the kit asks for is
+// on a rueidis client of its own; the kit finds Store.ResetTokens, which
+// deletes the floors on the server, so it reaches every store.
 func kit(server func(testing.TB) (string, string)) {
 	var url, prefix string
 	BeforeAll(func() { url, prefix = server(GinkgoTB()) })
-	var reset func(context.Context) error
-	BeforeAll(func() { reset = newStore(GinkgoTB(), url, prefix).ResetTokens })
-	conformance.Specs(func(t testing.TB) core.LockStore { return newStore(t, url, prefix) }, conformance.Options{
-		Callers:     32,
-		ResetTokens: func(ctx context.Context) error { return reset(ctx) },
-	})
+	conformance.Specs(func(t testing.TB) core.LockStore { return newStore(t, url, prefix) }, conformance.Options{Callers: 32})
 }
 
 var _ = Describe("standalone Redis", Label("redis"), Ordered, func() {
