@@ -89,42 +89,6 @@ func BenchmarkStore(b *testing.B) {
 		func() error { _, err := s.Renew(ctx, benchRenewKey, benchOwner, ttl); return err },
 		func() error { _, err := pool.Exec(ctx, renewSQL, ms, benchRenewKey, benchOwner); return err },
 	}} {
-		b.Run(op.name, func(b *testing.B) {
-			for _, m := range []struct {
-				name string
-				f    func() error
-			}{{"store", op.store}, {"raw", op.raw}} {
-				b.Run(m.name, func(b *testing.B) {
-					b.ReportAllocs()
-					c.n.Store(0)
-					for b.Loop() {
-						if err := m.f(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(c.n.Load())/float64(b.N), "stmts/op")
-				})
-			}
-			b.Run("paired", func(b *testing.B) {
-				var ts, tr time.Duration
-				timed := func(f func() error, d *time.Duration) {
-					t0 := time.Now()
-					if err := f(); err != nil {
-						b.Fatal(err)
-					}
-					*d += time.Since(t0)
-				}
-				for i := 0; b.Loop(); i++ {
-					if i%2 == 0 {
-						timed(op.store, &ts)
-						timed(op.raw, &tr)
-					} else {
-						timed(op.raw, &tr)
-						timed(op.store, &ts)
-					}
-				}
-				b.ReportMetric(float64(ts)/float64(tr), "store/raw")
-			})
-		})
+		b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, &c.n, "stmts/op") })
 	}
 }

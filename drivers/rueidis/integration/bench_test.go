@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasehold/leasehold/core"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
+	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // counting counts round trips: each Do, and each DoMulti (one pipeline).
@@ -153,45 +154,7 @@ func BenchmarkStore(b *testing.B) {
 					return done(r.release(ctx, rawKey, "o"))
 				},
 			}} {
-				b.Run(o.name, func(b *testing.B) {
-					for _, m := range []struct {
-						name string
-						f    func() error
-					}{{"store", o.store}, {"raw", o.raw}} {
-						b.Run(m.name, func(b *testing.B) {
-							b.ReportAllocs()
-							c.n.Store(0)
-							for b.Loop() {
-								if err := m.f(); err != nil {
-									b.Fatal(err)
-								}
-							}
-							b.ReportMetric(float64(c.n.Load())/float64(b.N), "roundtrips/op")
-						})
-					}
-					b.Run("paired", func(b *testing.B) {
-						var ts, tr time.Duration
-						timed := func(f func() error, d *time.Duration) {
-							t0 := time.Now()
-							if err := f(); err != nil {
-								b.Fatal(err)
-							}
-							*d += time.Since(t0)
-						}
-						for i := 0; b.Loop(); i++ {
-							if i%2 == 0 {
-								timed(o.store, &ts)
-								timed(o.raw, &tr)
-							} else {
-								timed(o.raw, &tr)
-								timed(o.store, &ts)
-							}
-						}
-						b.ReportMetric(float64(ts)/float64(b.N), "store-ns/op")
-						b.ReportMetric(float64(tr)/float64(b.N), "raw-ns/op")
-						b.ReportMetric(float64(ts)/float64(tr), "store/raw")
-					})
-				})
+				b.Run(o.name, func(b *testing.B) { testserver.Paired(b, o.store, o.raw, &c.n, "roundtrips/op") })
 			}
 		})
 	}

@@ -171,48 +171,7 @@ func BenchmarkStore(b *testing.B) {
 				},
 				func() error { return replay(ctx, db, renewCalls, false) },
 			}} {
-				b.Run(op.name, func(b *testing.B) {
-					for _, m := range []struct {
-						name string
-						f    func() error
-					}{{"store", op.store}, {"raw", op.raw}} {
-						b.Run(m.name, func(b *testing.B) {
-							b.ReportAllocs()
-							n.Store(0)
-							for b.Loop() {
-								if err := m.f(); err != nil {
-									b.Fatal(err)
-								}
-							}
-							b.ReportMetric(float64(n.Load())/float64(b.N), "stmts/op")
-						})
-					}
-					// store and raw in turn, each timed: a drift in the
-					// server or the disk hits both alike, so the ratio holds
-					// where the separate runs above disagree by more.
-					b.Run("paired", func(b *testing.B) {
-						var ts, tr time.Duration
-						timed := func(f func() error, d *time.Duration) {
-							t0 := time.Now()
-							if err := f(); err != nil {
-								b.Fatal(err)
-							}
-							*d += time.Since(t0)
-						}
-						for i := 0; b.Loop(); i++ {
-							if i%2 == 0 { // each goes first half the time
-								timed(op.store, &ts)
-								timed(op.raw, &tr)
-							} else {
-								timed(op.raw, &tr)
-								timed(op.store, &ts)
-							}
-						}
-						b.ReportMetric(float64(ts)/float64(b.N), "store-ns/op")
-						b.ReportMetric(float64(tr)/float64(b.N), "raw-ns/op")
-						b.ReportMetric(float64(ts)/float64(tr), "store/raw")
-					})
-				})
+				b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, n, "stmts/op") })
 			}
 		})
 	}
