@@ -81,6 +81,18 @@ func lostCounter(t *testing.T, srv *testserver.RedisProcess, lose func()) {
 		if token <= last[key] {
 			t.Errorf("%s: token %d after the server lost its keys, last token %d: tokens must keep growing", key, token, last[key])
 		}
+		last[key] = token
+	}
+	// After a restart the server knows no script: List's pipeline of
+	// EVALSHA falls back to EVAL.
+	locks, err := s.List(context.Background(), "")
+	if err != nil || len(locks) != 3 {
+		t.Fatalf("List after the loss = %+v, %v; want the 3 locks taken since", locks, err)
+	}
+	for _, l := range locks {
+		if l.Token != last[l.Key] || l.Owner != "b" {
+			t.Errorf("List: %+v; want owner b, token %d", l, last[l.Key])
+		}
 	}
 }
 
