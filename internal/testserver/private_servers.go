@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,9 +104,33 @@ func PrivateMariaDB(t testing.TB) *Server {
 }
 
 // PrivateRedis starts a Redis server of the test's own, on a free loopback
-// port, without persistence. Its DSN is a redis:// URL. Without
-// redis-server the test is skipped (failed under CI=true).
+// port, without persistence (a restart loses every key). Its DSN is a
+// redis:// URL. Without redis-server the test is skipped (failed under
+// CI=true).
 func PrivateRedis(t testing.TB) *Server {
+	t.Helper()
+	return privateRedis(t)
+}
+
+// PrivateRedisReplica starts a private Redis server that replicates
+// primary, and returns once the replica has its first copy of the data.
+func PrivateRedisReplica(t testing.TB, primary *Server) *Server {
+	t.Helper()
+	r := privateRedis(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	deadline := time.Now().Add(privateStartTimeout)
+	for {
+		info, err := redisDoAt(r.Addr(), redisAuth{}, "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testserver: private Redis replica of %s not in sync within %v: %q, %v", primary.Addr(), privateStartTimeout, info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func privateRedis(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := findBinary("redis-server")
 	if err != nil {
@@ -121,8 +146,9 @@ func PrivateRedis(t testing.TB) *Server {
 	return startPrivate(t, &Server{
 		Kind: "Redis", DSN: "redis://" + addr + "/0", Port: port, t: t, dir: dir,
 		command: func() *exec.Cmd {
-			return u.command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-				"--save", "", "--appendonly", "no", "--dir", dir)
+			// A replica gets its first copy at once, not after 5 seconds.
+			return u.command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--save", "", "--appendonly", "no", "--dir", dir, "--repl-diskless-sync-delay", "0"}, args...)...)
 		},
 		ready: dialReady(addr),
 		stop:  syscall.SIGTERM,

@@ -142,22 +142,37 @@ func readyMasters(addr string, auth redisAuth) ([]string, error) {
 // them into a cluster: a cluster on a bridge network would announce
 // addresses the tests cannot reach.
 func startRedisCluster(ctx context.Context) (testcontainers.Container, string, error) {
+	// Six listeners open at once: distinct ports, free a moment ago, closed
+	// before the nodes bind them. Each node takes two: its own, and its
+	// cluster bus port (by default its own + 10000, which may not exist).
 	var ports []string
-	for range 3 {
-		p, err := freePort()
+	var listeners []net.Listener
+	for range 6 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, "", err
+			break
 		}
-		ports = append(ports, p)
+		listeners = append(listeners, l)
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		ports = append(ports, port)
 	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	if len(ports) < 6 {
+		return nil, "", errors.New("no six free loopback ports")
+	}
+	// The arguments are pairs: a node's port, then its bus port.
 	script := `set -e
 cd /tmp
-for p in "$@"; do
-  redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes --cluster-config-file "nodes-$p.conf" --save "" --appendonly no --daemonize yes
-done
-for p in "$@"; do until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.1; done; done
 nodes=""
-for p in "$@"; do nodes="$nodes 127.0.0.1:$p"; done
+while [ $# -gt 0 ]; do
+  redis-server --bind 127.0.0.1 --port "$1" --cluster-enabled yes --cluster-port "$2" \
+    --cluster-config-file "nodes-$1.conf" --save "" --appendonly no --daemonize yes
+  until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done
+  nodes="$nodes 127.0.0.1:$1"
+  shift 2
+done
 redis-cli --cluster create $nodes --cluster-yes
 echo "leasehold: cluster created"
 exec sleep 2147483647`
@@ -170,20 +185,9 @@ exec sleep 2147483647`
 	if err != nil {
 		return containerOrNil(ctr), "", err
 	}
-	addrs := make([]string, len(ports))
-	for i, p := range ports {
-		addrs[i] = net.JoinHostPort("127.0.0.1", p)
+	var addrs []string
+	for i := 0; i < len(ports); i += 2 {
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", ports[i]))
 	}
 	return ctr, strings.Join(addrs, ","), nil
-}
-
-// freePort returns a loopback port that nothing listened on a moment ago.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	return port, err
 }

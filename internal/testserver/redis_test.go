@@ -52,20 +52,3 @@ func TestRedisClusterURL(t *testing.T) {
 		}
 	}
 }
-
-// TestRedisProcess: a private server loses its keys when it restarts, and
-// is gone after Stop.
-func TestRedisProcess(t *testing.T) {
-	r := StartRedis(t)
-	if _, err := r.Do("SET", "k", "v"); err != nil {
-		t.Fatal(err)
-	}
-	r.Restart(t)
-	if n, err := r.Do("EXISTS", "k"); err != nil || n != ":0" {
-		t.Fatalf("EXISTS k after the restart = %q, %v; want 0", n, err)
-	}
-	r.Stop()
-	if _, err := r.Do("PING"); err == nil {
-		t.Fatal("the server answers after Stop")
-	}
-}

@@ -56,8 +56,8 @@ func retryErrors(t *testing.T, f func() error) {
 // lostCounter takes three keys (one released, one held, one expired),
 // lets lose run (it makes the server lose every key), and checks that each
 // key's next token is greater than its last.
-func lostCounter(t *testing.T, srv *testserver.RedisProcess, lose func()) {
-	s := newStore(t, srv.URL(), prefix)
+func lostCounter(t *testing.T, srv *testserver.Server, lose func()) {
+	s := newStore(t, srv.DSN, prefix)
 	last := map[string]int64{}
 	for range 3 {
 		last["released"] = mustAcquire(t, s, "released", "a", time.Minute)
@@ -66,8 +66,8 @@ func lostCounter(t *testing.T, srv *testserver.RedisProcess, lose func()) {
 	last["held"] = mustAcquire(t, s, "held", "a", time.Minute)
 	last["expired"] = mustAcquire(t, s, "expired", "a", time.Millisecond)
 	lose()
-	if n, err := srv.Do("DBSIZE"); err != nil || n != ":0" {
-		t.Fatalf("DBSIZE after the loss = %q, %v; want 0 keys", n, err)
+	if n, err := redisDo(t, srv.DSN, "DBSIZE").AsInt64(); err != nil || n != 0 {
+		t.Fatalf("DBSIZE after the loss = %d, %v; want 0 keys", n, err)
 	}
 	for _, key := range []string{"released", "held", "expired"} {
 		var token int64
@@ -99,14 +99,14 @@ func lostCounter(t *testing.T, srv *testserver.RedisProcess, lose func()) {
 // TestTokensGrowAfterRestart: a server without persistence restarts and
 // comes back empty; every key's next token is still greater than its last.
 func TestTokensGrowAfterRestart(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	lostCounter(t, srv, func() { srv.Restart(t) })
+	srv := testserver.PrivateRedis(t)
+	lostCounter(t, srv, srv.Restart)
 }
 
 func TestTokensGrowAfterFlushAll(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv := testserver.PrivateRedis(t)
 	lostCounter(t, srv, func() {
-		if _, err := srv.Do("FLUSHALL"); err != nil {
+		if err := redisDo(t, srv.DSN, "FLUSHALL").Error(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -115,8 +115,8 @@ func TestTokensGrowAfterFlushAll(t *testing.T) {
 // TestLocksTokensGrowAfterRestart: the same through core.Locks, which also
 // refuses (StoreContractError) a token not greater than one it saw.
 func TestLocksTokensGrowAfterRestart(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	locks, err := core.New(newStore(t, srv.URL(), prefix))
+	srv := testserver.PrivateRedis(t)
+	locks, err := core.New(newStore(t, srv.DSN, prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestLocksTokensGrowAfterRestart(t *testing.T) {
 	var tokens []int64
 	for i := range 4 {
 		if i == 2 {
-			srv.Restart(t)
+			srv.Restart()
 		}
 		var lk *core.Lock
 		retryErrors(t, func() (err error) {
@@ -148,10 +148,10 @@ func TestLocksTokensGrowAfterRestart(t *testing.T) {
 // server whose clock was ahead, or of a clock that was since set back)
 // wins: the next tokens are the floor + 1, + 2.
 func TestFloorAboveClock(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	s := newStore(t, srv.URL(), prefix)
+	srv := testserver.PrivateRedis(t)
+	s := newStore(t, srv.DSN, prefix)
 	ahead := time.Now().Add(30 * 24 * time.Hour).UnixMicro()
-	if _, err := srv.Do("SET", floorName("k"), strconv.FormatInt(ahead, 10)); err != nil {
+	if err := redisDo(t, srv.DSN, "SET", floorName("k"), strconv.FormatInt(ahead, 10)).Error(); err != nil {
 		t.Fatal(err)
 	}
 	for i := range int64(2) {
@@ -165,9 +165,9 @@ func TestFloorAboveClock(t *testing.T) {
 // TestFloorAtTheLimit: a floor that leaves no exact token below 2^53 (Lua's
 // numbers are doubles) is an error, and the key is not taken.
 func TestFloorAtTheLimit(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	s := newStore(t, srv.URL(), prefix)
-	if _, err := srv.Do("SET", floorName("k"), strconv.FormatInt(1<<53-2, 10)); err != nil {
+	srv := testserver.PrivateRedis(t)
+	s := newStore(t, srv.DSN, prefix)
+	if err := redisDo(t, srv.DSN, "SET", floorName("k"), strconv.FormatInt(1<<53-2, 10)).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if token := mustAcquire(t, s, "k", "a", time.Minute); token != 1<<53-1 {
@@ -178,22 +178,19 @@ func TestFloorAtTheLimit(t *testing.T) {
 	if err == nil || ok {
 		t.Fatalf("Acquire above 2^53-1 = %d, %v, %v; want an error", token, ok, err)
 	}
-	if n, err := srv.Do("EXISTS", prefix+"{k}"); err != nil || n != ":0" {
-		t.Fatalf("EXISTS of the lock after the failed acquisition = %q, %v; want 0", n, err)
+	if n, err := redisDo(t, srv.DSN, "EXISTS", prefix+"{k}").AsInt64(); err != nil || n != 0 {
+		t.Fatalf("EXISTS of the lock after the failed acquisition = %d, %v; want 0", n, err)
 	}
 }
 
 // TestFloorRetention: the floor outlives the lock by the retention, moved
 // along by renewals; with retention 0 it never expires.
 func TestFloorRetention(t *testing.T) {
-	srv := testserver.StartRedis(t)
+	srv := testserver.PrivateRedis(t)
+	admin := newClient(t, srv.DSN)
 	pttl := func(name string) time.Duration {
 		t.Helper()
-		r, err := srv.Do("PTTL", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms, err := strconv.ParseInt(r[1:], 10, 64)
+		ms, err := admin.Do(context.Background(), admin.B().Pttl().Key(name).Build()).AsInt64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +204,7 @@ func TestFloorRetention(t *testing.T) {
 		{0, -time.Millisecond, -time.Millisecond},
 	} {
 		t.Run(fmt.Sprint(tc.retention), func(t *testing.T) {
-			s := newStore(t, srv.URL(), prefix, rueidisstore.WithFloorRetention(tc.retention))
+			s := newStore(t, srv.DSN, prefix, rueidisstore.WithFloorRetention(tc.retention))
 			key := "retention-" + fmt.Sprint(tc.retention)
 			mustAcquire(t, s, key, "a", 10*time.Second)
 			if d := pttl(floorName(key)); tc.min > 0 && (d < tc.min-50*time.Second || d > tc.max-50*time.Second) || tc.min < 0 && d != tc.min {

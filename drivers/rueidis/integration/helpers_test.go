@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -27,6 +28,14 @@ func newClient(t testing.TB, redisURL string) rueidis.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// redisDo runs one command on the server of redisURL, over a client of its
+// own (one that a restart has not broken yet).
+func redisDo(t testing.TB, redisURL string, args ...string) rueidis.RedisResult {
+	t.Helper()
+	c := newClient(t, redisURL)
+	return c.Do(context.Background(), c.B().Arbitrary(args...).Build())
 }
 
 // newStore returns a store on a new client of redisURL, under prefix.

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +13,14 @@ import (
 // TestWithReplicasNone: with no replica to acknowledge it, an acquisition
 // is released again and reported as ErrNotReplicated.
 func TestWithReplicasNone(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	s := newStore(t, srv.URL(), prefix, rueidisstore.WithReplicas(1, 50*time.Millisecond))
+	srv := testserver.PrivateRedis(t)
+	s := newStore(t, srv.DSN, prefix, rueidisstore.WithReplicas(1, 50*time.Millisecond))
 	token, ok, err := s.Acquire(context.Background(), "k", "a", time.Minute)
 	if !errors.Is(err, rueidisstore.ErrNotReplicated) || ok || token != 0 {
 		t.Fatalf("Acquire without a replica = %d, %v, %v; want an ErrNotReplicated error", token, ok, err)
 	}
 	// Released, not left to expire: another owner takes it at once.
-	mustAcquire(t, newStore(t, srv.URL(), prefix), "k", "b", time.Minute)
+	mustAcquire(t, newStore(t, srv.DSN, prefix), "k", "b", time.Minute)
 	// A failed try sends no WAIT, so it does not wait for the timeout.
 	_, ok, err = s.Acquire(context.Background(), "k", "c", time.Minute)
 	if err != nil || ok {
@@ -32,31 +31,18 @@ func TestWithReplicasNone(t *testing.T) {
 // TestWithReplicasAcknowledged: with a replica attached, the acquisition
 // succeeds and the replica has the lock.
 func TestWithReplicasAcknowledged(t *testing.T) {
-	// The primary sends its snapshot at once, not after the default 5s.
-	primary := testserver.StartRedis(t, "--repl-diskless-sync-delay", "0")
-	host, port, _ := strings.Cut(primary.Addr, ":")
-	replica := testserver.StartRedis(t, "--replicaof", host, port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := replica.Do("INFO", "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica did not attach: %q, %v", info, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s := newStore(t, primary.URL(), prefix, rueidisstore.WithReplicas(1, 5*time.Second))
+	primary := testserver.PrivateRedis(t)
+	replica := testserver.PrivateRedisReplica(t, primary)
+	s := newStore(t, primary.DSN, prefix, rueidisstore.WithReplicas(1, 5*time.Second))
 	mustAcquire(t, s, "k", "a", time.Minute)
-	if owner, err := replica.Do("HGET", prefix+"{k}", "o"); err != nil || owner != "a" {
+	if owner, err := redisDo(t, replica.DSN, "HGET", prefix+"{k}", "o").ToString(); err != nil || owner != "a" {
 		t.Fatalf("HGET on the replica = %q, %v; want the owner a", owner, err)
 	}
 }
 
 func TestWithReplicasOptions(t *testing.T) {
-	srv := testserver.StartRedis(t)
-	client := newClient(t, srv.URL())
+	srv := testserver.PrivateRedis(t)
+	client := newClient(t, srv.DSN)
 	for _, opt := range []rueidisstore.Option{
 		rueidisstore.WithReplicas(-1, time.Second),
 		rueidisstore.WithReplicas(1, 0), // WAIT 0 would wait forever
