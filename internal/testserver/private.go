@@ -58,37 +58,21 @@ func (s *Server) PID() int {
 }
 
 // Start starts the server (again, on the same port and data) and returns
-// once it answers.
+// once it answers. A server that exits at start is started again until
+// privateStartTimeout: after a kill, PostgreSQL's backends outlive the
+// postmaster for a moment, holding its shared memory, and a postmaster
+// started beside them refuses to run.
 func (s *Server) Start() {
 	s.t.Helper()
 	s.mu.Lock()
-	if s.cmd != nil {
-		s.mu.Unlock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
 		s.t.Fatalf("testserver: private %s already running", s.Kind)
 	}
-	cmd := s.command()
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
-	if err != nil {
-		s.mu.Unlock()
-		s.t.Fatalf("testserver: private %s: %v", s.Kind, err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		s.mu.Unlock()
-		s.t.Fatalf("testserver: start private %s: %v", s.Kind, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-
 	ctx, cancel := context.WithTimeout(context.Background(), privateStartTimeout)
 	defer cancel()
+	exited := s.launch()
 	for {
 		err := s.ready(ctx)
 		if err == nil {
@@ -97,13 +81,43 @@ func (s *Server) Start() {
 		select {
 		case <-exited:
 			s.forget()
-			s.t.Fatalf("testserver: private %s exited at start: %v\n%s", s.Kind, err, s.logTail())
+			if ctx.Err() != nil {
+				s.t.Fatalf("testserver: private %s exited at start: %v\n%s", s.Kind, err, s.logTail())
+			}
+			time.Sleep(200 * time.Millisecond)
+			exited = s.launch()
 		case <-ctx.Done():
 			s.Kill()
 			s.t.Fatalf("testserver: private %s not ready within %v: %v\n%s", s.Kind, privateStartTimeout, err, s.logTail())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// launch starts the server's process, and returns a channel closed when it
+// exits.
+func (s *Server) launch() chan struct{} {
+	s.t.Helper()
+	cmd := s.command()
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		s.t.Fatalf("testserver: private %s: %v", s.Kind, err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		s.t.Fatalf("testserver: start private %s: %v", s.Kind, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return exited
 }
 
 // Stop shuts the server down cleanly and fast (PostgreSQL's fast shutdown:
