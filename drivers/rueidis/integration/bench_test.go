@@ -172,6 +172,15 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
+			// The first call of each script on a node finds it unloaded
+			// (NOSCRIPT) and sends it again with EVAL: load every script on
+			// k's node first.
+			if err := done(acquired(s.Acquire(ctx, "k", "w", time.Minute))); err != nil {
+				t.Fatal(err)
+			}
+			if err := errors.Join(done(s.Renew(ctx, "k", "w", time.Minute)), done(s.Release(ctx, "k", "w"))); err != nil {
+				t.Fatal(err)
+			}
 			for _, step := range []struct {
 				name string
 				f    func() error
