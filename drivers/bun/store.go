@@ -1,0 +1,78 @@
+package bunstore
+
+import (
+	"fmt"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/leasehold/leasehold/core"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
+)
+
+// pkg prefixes the store's errors and its String.
+const pkg = "bunstore"
+
+// Store is a [core.LockStore] and [core.Lister] over a bun handle. It is
+// the SQL engine's [sqlstore.Store], so it has all of its methods:
+// Acquire, Renew, Release, List, Migrate, Schema, Table, Dialect and, for
+// tests, ResetTokens. Its methods are safe for concurrent use.
+type Store struct {
+	*sqlstore.Store
+}
+
+// New returns a Store that runs its statements through db: a *bun.DB, or a
+// bun.Conn (whose one connection then carries every lock). The dialect is
+// db's: PostgreSQL ("pg"), MySQL or MariaDB ("mysql") or SQLite ("sqlite");
+// another one is an [*sqlstore.UnsupportedDialectError]. A bun.Tx is
+// refused with an error matching [sqlstore.ErrTransaction]: a lock taken
+// inside an uncommitted transaction excludes nobody. Of the options,
+// [sqlstore.WithTable] names the table; the placeholder style and the
+// name are this package's.
+//
+// New does not touch the database: call [sqlstore.Store.Migrate] (or
+// register [RegisterMigration]) before the first lock.
+func New(db bun.IDB, opts ...sqlstore.Option) (*Store, error) {
+	switch db := db.(type) {
+	case nil:
+		return nil, fmt.Errorf("%s: nil bun.IDB: %w", pkg, core.ErrInvalidArgument)
+	case *bun.DB:
+		if db == nil {
+			return nil, fmt.Errorf("%s: nil *bun.DB: %w", pkg, core.ErrInvalidArgument)
+		}
+	case *bun.Conn:
+		if db == nil {
+			return nil, fmt.Errorf("%s: nil *bun.Conn: %w", pkg, core.ErrInvalidArgument)
+		}
+	case bun.Tx, *bun.Tx:
+		return nil, fmt.Errorf("%s: %T: %w", pkg, db, sqlstore.ErrTransaction)
+	}
+	dn := db.Dialect().Name()
+	d, err := sqlstore.DialectNamed(dn.String())
+	if err != nil {
+		return nil, fmt.Errorf("%s: bun dialect: %w", pkg, err)
+	}
+	e := transactor{executor: executor{conn: db, literal: literalFor(dn)}, db: db}
+	// The caller's options first, so that ours win: bun formats '?'.
+	all := make([]sqlstore.Option, 0, len(opts)+2)
+	all = append(all, opts...)
+	all = append(all, sqlstore.WithPlaceholder(sqlstore.Question), sqlstore.WithName(pkg))
+	s, err := sqlstore.NewWithExecutor(e, d, all...)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}
+
+// literalFor returns how a string argument is handed to bun's formatter on
+// dialect n, so that it reads back exactly (see the package documentation),
+// or nil where bun's own string literal is exact (SQLite).
+func literalFor(n dialect.Name) func(string) any {
+	switch n {
+	case dialect.PG:
+		return func(s string) any { return pgString(s) }
+	case dialect.MySQL:
+		return func(s string) any { return []byte(s) }
+	}
+	return nil
+}
