@@ -17,7 +17,7 @@ import (
 // the bun store ("store") next to the very statements it sends, with the
 // same arguments, sent by hand through the same *bun.DB ("raw"): the
 // driver's and the engine's overhead on top of bun. "paired" runs both in
-// one loop and reports their ratio (see testserver.Compare). Statements
+// one loop and reports their ratio (see testserver.Paired). Statements
 // are counted by a bun query hook (stmts/op, with BEGIN and COMMIT); one
 // goroutine, one key, so times are latency.
 //
@@ -63,7 +63,7 @@ func BenchmarkStore(b *testing.B) {
 				func() error { return done(s.Renew(ctx, "bench-renew", "o", ttl)) },
 				func() error { return raw.renew.exec(ctx, db) },
 			}} {
-				b.Run(op.name, func(b *testing.B) { testserver.Compare(b, op.store, op.raw, n.n.Load) })
+				b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, &n.n, "stmts/op") })
 			}
 		})
 	}
