@@ -209,6 +209,20 @@ func (c *cluster) elapse(d time.Duration) {
 	}
 }
 
+// elapseOn lets d pass, and then, in real time, waits until nd's own clock
+// reads at least since + d: its pump moves it only as fast as the renewals
+// that each move sends are answered.
+func (c *cluster) elapseOn(nd *node, since time.Time, d time.Duration) {
+	c.elapse(d)
+	if c.virtual {
+		return
+	}
+	bound := time.Now().Add(c.e.awaitBound())
+	for nd.clock.Now().Sub(since) < d && time.Now().Before(bound) {
+		time.Sleep(c.step)
+	}
+}
+
 // pause stops the instance's clock: from now on it renews nothing and
 // notices nothing. A move of its clock in progress (and the renewals it
 // sends) completes first.
