@@ -57,7 +57,7 @@ func (l *Locks) Elect(key string, c Campaign) (*Election, error) {
 		return nil, err
 	}
 	if err := ValidateTTL(c.TTL); err != nil {
-		return nil, fmt.Errorf("election %q: %w", key, err)
+		return nil, layer(err, "election %q", key)
 	}
 	e := &Election{locks: l, key: key, campaign: c}
 	what := fmt.Sprintf("election %q", key)

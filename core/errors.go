@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -95,3 +96,24 @@ func (e *StoreContractError) Error() string {
 
 // Is makes every StoreContractError match [ErrBrokenStore].
 func (e *StoreContractError) Is(target error) bool { return target == ErrBrokenStore }
+
+// layerError is an error of one layer of leasehold around an error of the
+// layer below. It reads "leasehold: <what>: <inner>" with the inner error's
+// own "leasehold: " left out, so that nested layers name the library once:
+// `leasehold: job "x" lease: acquire "x:owner": …`, not
+// `leasehold: job "x" lease: leasehold: acquire …`.
+type layerError struct {
+	what string
+	err  error
+}
+
+func (e *layerError) Error() string {
+	return "leasehold: " + e.what + ": " + strings.TrimPrefix(e.err.Error(), "leasehold: ")
+}
+
+func (e *layerError) Unwrap() error { return e.err }
+
+// layer wraps err in a layerError that says what failed.
+func layer(err error, format string, args ...any) error {
+	return &layerError{what: fmt.Sprintf(format, args...), err: err}
+}

@@ -57,8 +57,9 @@ type spyStore struct {
 
 	mu    sync.Mutex
 	calls []storeCall
-	// renewErr, when set, is what Renew returns instead of asking inner.
-	renewErr error
+	// acquireErr, renewErr, when set, are what Acquire and Renew return
+	// instead of asking inner.
+	acquireErr, renewErr error
 	// tokenFn, when set, replaces the token of a successful acquisition.
 	tokenFn func(key string, token int64) int64
 	// beforeAcquire, beforeRenew run at the start of those calls.
@@ -86,10 +87,14 @@ func (s *spyStore) record(op, key, owner string) (answer func(ok bool)) {
 func (s *spyStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
 	answer := s.record("acquire", key, owner)
 	s.mu.Lock()
-	before, tokenFn := s.beforeAcquire, s.tokenFn
+	before, tokenFn, acquireErr := s.beforeAcquire, s.tokenFn, s.acquireErr
 	s.mu.Unlock()
 	if before != nil {
 		before(ctx, key)
+	}
+	if acquireErr != nil {
+		answer(false)
+		return 0, false, acquireErr
 	}
 	token, ok, err := s.inner.Acquire(ctx, key, owner, ttl)
 	if ok && tokenFn != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrSkipped is matched by every [*SkippedError]: a job tick that did not run.
@@ -57,11 +58,39 @@ func (e *SkippedError) Is(target error) bool { return target == ErrSkipped }
 // JobOption configures a job in [Locks.Job].
 type JobOption func(*Job)
 
-// WithJobKey sets the job's key. Set it on every job that must never run twice:
-// the default, the function's name, changes when the code is renamed, and
-// during a rolling deploy old and new instances would then guard the same
-// job under two keys and both run it.
-func WithJobKey(key string) JobOption { return func(j *Job) { j.key = key } }
+// WithJobKey sets the job's key, at most [MaxJobKeyLength] characters. Set
+// it on every job that must never run twice: the default, the function's
+// name, changes when the code is renamed, and during a rolling deploy old
+// and new instances would then guard the same job under two keys and both
+// run it.
+func WithJobKey(key string) JobOption { return func(j *Job) { j.key, j.keySet = key, true } }
+
+// leaseSuffix makes a job's lease key from its key: "<key>:owner".
+const leaseSuffix = ":owner"
+
+// MaxJobKeyLength is the longest job key, in characters (runes): a job's
+// lease is the lock "<key>:owner", which must fit in [MaxKeyLength].
+const MaxJobKeyLength = MaxKeyLength - len(leaseSuffix)
+
+// validateJobKey reports why key cannot be a job's key, naming the key as
+// the user gave it (set says it came from WithJobKey, not the function's name).
+func validateJobKey(key string, set bool) error {
+	from := fmt.Sprintf("job key %q", key)
+	if set {
+		from = fmt.Sprintf("WithJobKey(%q)", key)
+	}
+	switch n := utf8.RuneCountInString(key); {
+	case key == "":
+		return fmt.Errorf("%w: %s is empty: give the job a key that stays the same across deploys", ErrInvalidKey, from)
+	case n > MaxJobKeyLength:
+		return fmt.Errorf("%w: %s is %d characters, more than %d: the job's lease is the lock %q, and a lock key is at most %d characters",
+			ErrInvalidKey, from, n, MaxJobKeyLength, "<key>"+leaseSuffix, MaxKeyLength)
+	}
+	if err := ValidateKey(key); err != nil {
+		return layer(err, "job")
+	}
+	return nil
+}
 
 // OnOneInstance runs the job on one instance only. The first instance whose
 // tick fires takes the job's lease (the lock "<key>:owner") and keeps it,
@@ -90,6 +119,7 @@ func WithJobTTL(ttl time.Duration) JobOption { return func(j *Job) { j.ttl = ttl
 type Job struct {
 	locks       *Locks
 	key         string
+	keySet      bool // given with JobKey, possibly empty
 	fn          func(ctx context.Context) error
 	oneInstance bool
 	noOverlap   bool
@@ -118,18 +148,18 @@ func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job
 	if !j.oneInstance && !j.noOverlap {
 		return nil, fmt.Errorf("%w: a job needs OnOneInstance, WithoutOverlapping or both", ErrInvalidArgument)
 	}
-	if j.key == "" {
+	if !j.keySet {
 		name, ok := funcName(fn)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s is an anonymous function and has no stable name: set WithJobKey", ErrInvalidArgument, name)
 		}
 		j.key = name
 	}
-	if err := ValidateKey(j.leaseKey()); err != nil {
-		return nil, fmt.Errorf("job key: %w", err)
+	if err := validateJobKey(j.key, j.keySet); err != nil {
+		return nil, err
 	}
 	if err := ValidateTTL(j.ttl); err != nil {
-		return nil, fmt.Errorf("job %q: %w", j.key, err)
+		return nil, layer(err, "job %q", j.key)
 	}
 	what := fmt.Sprintf("job %q", j.key)
 	keys := map[string]string{j.key: "its run lock", j.leaseKey(): "its lease"}
@@ -158,7 +188,7 @@ func funcName(fn any) (string, bool) {
 // Key returns the job's key.
 func (j *Job) Key() string { return j.key }
 
-func (j *Job) leaseKey() string { return j.key + ":owner" }
+func (j *Job) leaseKey() string { return j.key + leaseSuffix }
 
 // Func returns the job as a plain func(), for any scheduler (robfig/cron's
 // FuncJob, a time.Ticker loop). A skipped tick is logged at debug, a failed
@@ -229,7 +259,7 @@ func (j *Job) run(ctx context.Context, ran *bool) error {
 	case errors.Is(err, ErrClosed):
 		return j.skip(SkipShuttingDown)
 	case err != nil:
-		return fmt.Errorf("leasehold: job %q: %w", j.key, err)
+		return layer(err, "job %q run lock", j.key)
 	}
 	lk.whenEnded(func(cause error) { cancel(cause) })
 	runCtx = context.WithValue(runCtx, lockKey{}, lk)
@@ -279,7 +309,7 @@ func (j *Job) ownLease(ctx context.Context) (*Lock, error) {
 		// Close began after this run was counted in.
 		return nil, j.skip(SkipShuttingDown)
 	case err != nil:
-		return nil, fmt.Errorf("leasehold: job %q lease: %w", j.key, err)
+		return nil, layer(err, "job %q lease", j.key)
 	}
 	j.lease = lk
 	j.locks.log.Info("leasehold: job lease taken; this instance runs the job", "key", j.key, "token", lk.Token())

@@ -55,7 +55,7 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		}
 	}
 	if err := ValidateTTL(cfg.ttl); err != nil {
-		return nil, fmt.Errorf("default ttl: %w", err)
+		return nil, layer(err, "WithDefaultTTL")
 	}
 	if cfg.clock == nil {
 		cfg.clock = SystemClock()
