@@ -493,6 +493,11 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 					t.Errorf("case %s failed on this store, and is not expected to: %v", c.Name, o)
 				case mustFail:
 					t.Logf("%s: %v", c.Name, o)
+					for _, m := range o.messages {
+						if !strings.HasSuffix(m, "\nUsual fix: "+c.Fix) {
+							t.Errorf("case %s: failure without the case's usual fix: %q", c.Name, m)
+						}
+					}
 				}
 			}
 		})

@@ -139,6 +139,9 @@ type Case struct {
 	Group string
 	// Catches says in one sentence which bug in a store makes the case fail.
 	Catches string
+	// Fix says in one sentence how a store usually fixes that bug. Every
+	// failure the case reports ends with it, after "Usual fix: ".
+	Fix string
 	// Concurrent marks the race cases, which release many callers at once.
 	// They prove something only about a store whose calls really overlap,
 	// such as a server reached through a connection pool; a store that
@@ -283,6 +286,7 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
 		o.ResetTokens = r.ResetTokens
 	}
+	ct := &caseTB{TB: t, fix: c.Fix}
 	e := newEnv(store, o, c.Name)
 	if c.Concurrent {
 		// Race cases are judged on their whole history too, once they
@@ -291,11 +295,11 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		e.store = recording{LockStore: store, h: h}
 		defer func() {
 			if !t.Failed() {
-				h.check(t)
+				h.check(ct)
 			}
 		}()
 	}
-	c.run(t, e)
+	c.run(ct, e)
 }
 
 // caseNamed returns the case called name, for the kit's own tests.

@@ -87,8 +87,8 @@ func TestCasesAreDescribed(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range conformance.Cases() {
 		switch {
-		case c.Name == "" || c.Catches == "" || c.Group == "":
-			t.Errorf("case %+v lacks a name, a group or what it catches", c)
+		case c.Name == "" || c.Catches == "" || c.Fix == "" || c.Group == "":
+			t.Errorf("case %+v lacks a name, a group, what it catches or its usual fix", c)
 		case seen[c.Name]:
 			t.Errorf("two cases are named %s", c.Name)
 		}

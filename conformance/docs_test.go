@@ -28,7 +28,7 @@ func caseList() string {
 			group = c.Group
 			b.WriteString("\n#### Group `" + group + "`\n\n")
 		}
-		b.WriteString("- `" + c.Name + "` catches " + c.Catches)
+		b.WriteString("- `" + c.Name + "` catches " + c.Catches + " Usual fix: " + c.Fix)
 		var notes []string
 		if c.Concurrent {
 			notes = append(notes, "race: meaningful only on a store whose calls overlap")

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/core"
 )
@@ -61,19 +60,9 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.opts.Timeout)
 }
 
-// show renders a key for a failure message, shortening long ones.
-func show(key string) string {
-	n := utf8.RuneCountInString(key)
-	if n <= 80 {
-		return fmt.Sprintf("%q", key)
-	}
-	r := []rune(key)
-	return fmt.Sprintf("%q…%q (%d characters, %d bytes)", string(r[:50]), string(r[n-10:]), n, len(key))
-}
-
 func callFailed(t testing.TB, call string, err error) {
 	t.Helper()
-	t.Fatalf("%s returned an error: %v; the kit expects a working store to answer this call (only a failed call, such as a cancelled context or a lost connection, may return an error)", call, err)
+	failWith(t, fixStoreError, "%s returned an error: %v; the kit expects a working store to answer this call (only a failed call, such as a cancelled context or a lost connection, may return an error)", call, err)
 }
 
 // acquire calls Acquire and fails the case if it returns an error.
@@ -286,7 +275,8 @@ func winners(t testing.TB, res []result, what string) []int {
 		}
 	}
 	if len(errs) > 0 {
-		t.Fatalf("%d of %d concurrent calls (%s) returned an error, the first: %v; the contract requires a store to decide concurrent calls, not to fail them", len(errs), len(res), what, errs[0])
+		failWith(t, "retry serialisation failures and deadlocks inside the store, or make the operation one atomic statement that cannot conflict, and give the pool at least Options.Callers connections.",
+			"%d of %d concurrent calls (%s) returned an error, the first: %v; the contract requires a store to decide concurrent calls, not to fail them", len(errs), len(res), what, errs[0])
 	}
 	return won
 }

@@ -116,7 +116,7 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 			core.WithInstanceName(fmt.Sprintf("%s:%s:%s", e.opts.KeyPrefix, e.name, nd.name)))
 		if err != nil {
 			c.closeAll()
-			t.Fatalf("core.New on the store under test returned an error: %v", err)
+			failWith(t, fixKitBug, "core.New on the store under test returned an error: %v", err)
 		}
 		nd.locks = l
 		c.nodes = append(c.nodes, nd)
@@ -268,7 +268,7 @@ func await[T any](t testing.TB, e *env, ch <-chan T, what string) T {
 	case v := <-ch:
 		return v
 	case <-timer.C:
-		t.Fatalf("%s did not happen within %v of real time", what, e.awaitBound())
+		failWith(t, "make every store call return, with an answer or an error, within Options.Timeout: a call that hangs holds up the instance that made it.", "%s did not happen within %v of real time", what, e.awaitBound())
 		panic("unreachable")
 	}
 }
@@ -292,7 +292,7 @@ func (c *cluster) addJob(key string, body func(nd *node, ctx context.Context) er
 			return body(nd, ctx)
 		}, append(opts, core.WithJobKey(key), core.WithJobTTL(c.ttl))...)
 		if err != nil {
-			c.t.Fatalf("%s: Locks.Job(%s) returned an error: %v", nd.name, show(key), err)
+			failWith(c.t, fixKitBug, "%s: Locks.Job(%s) returned an error: %v", nd.name, show(key), err)
 		}
 		nd.job = job
 	}
@@ -462,7 +462,7 @@ func (c *cluster) elect(key string) {
 			},
 		})
 		if err != nil {
-			c.t.Fatalf("%s: Locks.Elect(%s) returned an error: %v", nd.name, show(key), err)
+			failWith(c.t, fixKitBug, "%s: Locks.Elect(%s) returned an error: %v", nd.name, show(key), err)
 		}
 		nd.election = e
 	}

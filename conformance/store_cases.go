@@ -14,73 +14,86 @@ func storeCases() []Case {
 		{
 			Name:    "acquire-free-key",
 			Catches: "a store that refuses a key no one holds, or answers it with a fencing token that is zero or negative.",
+			Fix:     "Take a key that no live lock holds in one conditional write, and draw its token from a source that starts at 1 and only grows (a sequence, a counter).",
 			run:     acquireFreeKey,
 		},
 		{
 			Name:    "acquire-held-key",
 			Catches: "an Acquire that overwrites a live lock (an upsert without a liveness check) or lets its holder acquire it a second time.",
+			Fix:     "Make Acquire's write conditional, in the same statement, on no live lock holding the key (INSERT … ON CONFLICT DO UPDATE … WHERE the lock has expired or has no owner; SET NX in Redis), whoever the caller is.",
 			run:     acquireHeldKey,
 		},
 		{
 			Name:    "renew-by-holder",
 			Catches: "a Renew that reports success without moving the expiry to ttl from now, so a holder that renews on time still loses its lock.",
+			Fix:     "Make Renew set the expiry to the store's now + ttl, in milliseconds, where the key, the owner and a live lock match, and return whether a record matched.",
 			Waits:   true,
 			run:     renewByHolder,
 		},
 		{
 			Name:    "renew-then-expire",
 			Catches: "a Renew that moves the expiry further than ttl from now (for example ttl added to the old expiry, or read in a larger unit), so that a holder that stops renewing keeps its lock too long.",
+			Fix:     "Compute Renew's new expiry as the store's now + ttl, not the old expiry + ttl, with the ttl in milliseconds.",
 			Waits:   true,
 			run:     renewThenExpire,
 		},
 		{
 			Name:    "renew-by-non-holder",
 			Catches: "a Renew that does not check the owner, or that creates a lock on a free key, letting a stranger extend or take a lock.",
+			Fix:     "Renew with a conditional update only (WHERE key = ? AND owner = ? AND the lock has not expired), never an upsert, and return whether it matched.",
 			Waits:   true,
 			run:     renewByNonHolder,
 		},
 		{
 			Name:    "release-by-non-holder",
 			Catches: "a Release that does not check the owner, letting anyone free a lock that another process still relies on.",
+			Fix:     "Release with a conditional write that checks the owner and liveness (WHERE key = ? AND owner = ? AND the lock has not expired), and return whether it matched.",
 			run:     releaseByNonHolder,
 		},
 		{
 			Name:    "release-by-holder",
 			Catches: "a Release that does not free the key, or that reports true twice for one lock.",
+			Fix:     "Clear the owner in one conditional write and return true only when that write matched the owner's live lock.",
 			run:     releaseByHolder,
 		},
 		{
 			Name:    "expiry-frees-key",
 			Catches: "a lock that expires early, late or never on the store's clock (for example one timed on the client's clock, or with the ttl in the wrong unit), or a takeover token that is not greater.",
+			Fix:     "Compare expiries with the store's own clock (clock_timestamp(), UTC_TIMESTAMP(6), PX or TIME in Redis) in the statement itself, with the ttl in milliseconds, and give a takeover a fresh token from the growing source.",
 			Waits:   true,
 			run:     expiryFreesKey,
 		},
 		{
 			Name:    "expired-lock-old-owner",
 			Catches: "an expired lock that its old owner can still renew or release, before or after another owner takes the key over.",
+			Fix:     "Add \"and the lock has not expired\", on the store's clock, to the owner check of Renew and Release.",
 			Waits:   true,
 			run:     expiredLockOldOwner,
 		},
 		{
 			Name:    "tokens-grow",
 			Catches: "fencing tokens that repeat or go back on a key across releases and expiry takeovers (for example a per-key counter that restarts when Release deletes the record).",
+			Fix:     "Draw every token, takeovers included, from one source that only grows, and keep the key's record on Release (clear its owner instead of deleting it).",
 			Waits:   true,
 			run:     tokensGrow,
 		},
 		{
 			Name:    "token-floor-after-reset",
 			Catches: "a store without a per-key token floor, whose tokens go back when its token source is reset by a restore or a failover.",
+			Fix:     "Draw the token as the greater of the source's next value and the key's last token + 1, in the statement that takes the lock, and keep the key's record (its last token) across Release.",
 			run:     tokenFloorAfterReset,
 		},
 		{
 			Name:    "ttl-four-weeks",
 			Catches: "a ttl squeezed into 32 bits of milliseconds (2^31 ms is under 25 days), which turns a four-week lock into an expired or short one.",
+			Fix:     "Carry the ttl as a 64-bit count of milliseconds all the way to the store (int64, bigint, PX), never a 32-bit integer or column.",
 			Waits:   true,
 			run:     ttlFourWeeks,
 		},
 		{
 			Name:    "cancelled-context",
 			Catches: "a store that answers a call whose context is cancelled instead of failing it, for example with a false that makes a caller give up a lock it holds or believe a free key is taken.",
+			Fix:     "Pass the call's context to the client (QueryContext, ExecContext, the client's ctx argument) and return its error, never false, when the call could not be made.",
 			run:     cancelledContext,
 		},
 	}
@@ -279,7 +292,8 @@ func tokensGrow(t testing.TB, e *env) {
 
 func tokenFloorAfterReset(t testing.TB, e *env) {
 	if e.opts.ResetTokens == nil {
-		t.Skip("the store has no ResetTokens(ctx) error method and Options.ResetTokens is nil: the per-key token floor cannot be checked; give the store a way to send its token source back (see conformance.TokenResetter)")
+		skip(t, e.name, "the store has no ResetTokens(ctx) error method and Options.ResetTokens is nil, so the per-key token floor cannot be checked",
+			"give the store a ResetTokens(ctx context.Context) error method (see conformance.TokenResetter), or set Options.ResetTokens to a function, that sends the store's token source back (resets its sequence or counter, as a restore from an old backup would) and returns once the store draws from it")
 	}
 	held, released, owner := e.key(), e.key(), e.owner("A")
 	var last int64
@@ -293,7 +307,7 @@ func tokenFloorAfterReset(t testing.TB, e *env) {
 	err := e.opts.ResetTokens(ctx)
 	cancel()
 	if err != nil {
-		t.Fatalf("Options.ResetTokens returned an error: %v", err)
+		failWith(t, "make Options.ResetTokens send the token source back and return nil once the store draws from it.", "Options.ResetTokens returned an error: %v", err)
 	}
 
 	b := e.owner("B")

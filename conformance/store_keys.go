@@ -16,31 +16,37 @@ func keyCases() []Case {
 		{
 			Name:    "keys-max-length",
 			Catches: fmt.Sprintf("a store that rejects, truncates or mangles keys of %d characters, including ones whose characters take up to 4 bytes each (a column sized in bytes, or a 3-byte UTF-8 encoding).", core.MaxKeyLength),
+			Fix:     "Store keys in a column that holds 500 characters of 4 bytes each (2,000 bytes), as bytes or utf8mb4, and never truncate them.",
 			run:     keysMaxLength,
 		},
 		{
 			Name:    "keys-unicode",
 			Catches: "a store that mangles non-ASCII keys (a Latin-1 or 3-byte UTF-8 column, a lossy encoding), so that different CJK, emoji or right-to-left keys collide.",
+			Fix:     "Store keys as bytes (bytea, VARBINARY, BLOB) or in full UTF-8 (utf8mb4, not utf8mb3 or Latin-1), and pass them to the store unchanged.",
 			run:     keysUnicode,
 		},
 		{
 			Name:    "keys-case",
 			Catches: "a store that folds case (a case-insensitive collation), so that \"a\" and \"A\" are one lock.",
+			Fix:     "Store keys as bytes, or under a binary collation (utf8mb4_bin, COLLATE \"C\"), so that they compare byte for byte.",
 			run:     keysCase,
 		},
 		{
 			Name:    "keys-trailing-space",
 			Catches: "a store that ignores trailing spaces (a PAD SPACE collation or a CHAR column), so that \"a\" and \"a \" are one lock.",
+			Fix:     "Store keys as bytes in a variable-length column (VARBINARY, bytea), not CHAR and not under a PAD SPACE collation.",
 			run:     keysTrailingSpace,
 		},
 		{
 			Name:    "keys-normalisation",
 			Catches: "a store that normalises Unicode or ignores accents and combining marks, so that \"é\" (U+00E9) and \"e\" + U+0301 are one lock.",
+			Fix:     "Store keys as bytes, or under a binary collation, and never normalise or fold them before they reach the store.",
 			run:     keysNormalisation,
 		},
 		{
 			Name:    "keys-special-characters",
 			Catches: "a store that treats quotes, backslashes, %, _, *, ?, [], :, {} or newlines in a key as syntax, such as a LIKE or glob pattern that makes one key match others.",
+			Fix:     "Compare keys with = and pass them as bound parameters; never LIKE, GLOB or another pattern, and never formatted into the query text.",
 			run:     keysSpecialCharacters,
 		},
 	}
@@ -55,7 +61,7 @@ func distinctKeys(t testing.TB, e *env, keys []string, why string) {
 	t.Helper()
 	for i, k := range keys {
 		if err := core.ValidateKey(k); err != nil {
-			t.Fatalf("conformance kit bug: key %d is not valid: %v", i, err)
+			failWith(t, fixKitBug, "key %d is not valid: %v", i, err)
 		}
 	}
 	owners := e.owners("K", len(keys))
@@ -103,7 +109,7 @@ func padTo(t testing.TB, base string, n int, filler, last rune) string {
 	t.Helper()
 	have := utf8.RuneCountInString(base)
 	if have+1 > n {
-		t.Fatalf("conformance: key prefix %q is too long for a %d-character key", base, n)
+		failWith(t, fmt.Sprintf("shorten Options.KeyPrefix (at most %d characters).", maxPrefix), "conformance: key prefix %q is too long for a %d-character key", base, n)
 	}
 	return base + strings.Repeat(string(filler), n-have-1) + string(last)
 }

@@ -18,12 +18,14 @@ func listerCases() []Case {
 			Name:    "list-by-prefix",
 			Group:   "lister",
 			Catches: "a List that misses a live lock, reports a released one, matches the prefix loosely (case folding, LIKE wildcards such as % and _, a prefix of the prefix), or returns keys out of byte order or with the wrong owner, token or time left.",
+			Fix:     "Select the live locks (an owner, an expiry after the store's now) whose key starts with the prefix compared as bytes (key >= prefix and key < the prefix's successor, or a byte-wise LEFT(key, length) = prefix; never LIKE), ordered by the key's bytes.",
 			run:     listByPrefix,
 		},
 		{
 			Name:    "list-skips-expired",
 			Group:   "lister",
 			Catches: "a List that reports a lock whose ttl has passed on the store's clock.",
+			Fix:     "Filter List on the store's clock, in the query itself: only the locks whose expiry is after the store's now.",
 			Waits:   true,
 			run:     listSkipsExpired,
 		},
@@ -35,7 +37,8 @@ func (e *env) lister(t testing.TB) core.Lister {
 	t.Helper()
 	l, ok := e.store.(core.Lister)
 	if !ok {
-		t.Skipf("the store does not implement core.Lister (optional: the leasehold status command uses it), so its List cannot be checked; add List(ctx, prefix) to run the %q group", "lister")
+		skip(t, e.name, "the store does not implement core.Lister (optional: the leasehold status command uses it), so its List cannot be checked",
+			"give the store a List(ctx, prefix) method (see core.Lister)")
 	}
 	return l
 }

@@ -13,12 +13,14 @@ func raceCases() []Case {
 		{
 			Name:       "race-acquire-free-key",
 			Catches:    "an Acquire that reads whether the key is free and then writes in a separate step, so that several concurrent callers all win a free key.",
+			Fix:        "Make Acquire one atomic statement or script (an upsert whose update is conditional on expiry, SET NX), or a transaction that locks what it reads; never a read followed by a separate write.",
 			Concurrent: true,
 			run:        raceAcquireFreeKey,
 		},
 		{
 			Name:       "race-takeover-expired-key",
 			Catches:    "a takeover of an expired lock that is not atomic (read the expiry, then overwrite), so that several concurrent callers all take over one expired key.",
+			Fix:        "Take over an expired lock in the same single conditional write that takes a free key (the upsert's WHERE the lock has expired), so that one caller's write matches.",
 			Concurrent: true,
 			Waits:      true,
 			run:        raceTakeoverExpiredKey,
@@ -26,12 +28,14 @@ func raceCases() []Case {
 		{
 			Name:       "race-rounds",
 			Catches:    "a store that lets two callers into the same round of acquire, hold and release, or hands the winners of successive rounds tokens that do not grow.",
+			Fix:        "Make Acquire and Release each one atomic statement, and draw the token inside the statement that takes the lock.",
 			Concurrent: true,
 			run:        raceRounds,
 		},
 		{
 			Name:       "race-renew-release-takeover",
 			Catches:    "a Renew or Release that checks the owner and then writes in a separate step (GET then PEXPIRE, GET then DEL), so that an old holder whose lock expires in between extends or frees the lock of the owner that took the key over.",
+			Fix:        "Make Renew and Release each one conditional write (UPDATE … WHERE key = ? AND owner = ? AND the lock has not expired; in Redis, one script that checks the owner and writes), never a read followed by a separate write.",
 			Concurrent: true,
 			Waits:      true,
 			run:        raceRenewReleaseTakeover,
@@ -39,6 +43,7 @@ func raceCases() []Case {
 		{
 			Name:       "race-distinct-keys",
 			Catches:    "a store whose concurrent calls on different keys interfere (a table lock, a conflict or deadlock reported as not acquired, a shared record), so that free keys are refused under load.",
+			Fix:        "Lock only the key's own record (no table locks), retry serialisation failures and deadlocks inside the store, and give the pool at least Options.Callers connections.",
 			Concurrent: true,
 			run:        raceDistinctKeys,
 		},
