@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -216,6 +217,27 @@ func TestHelp(t *testing.T) {
 	r = lh(t, dir)
 	if r.code != 2 || !strings.Contains(r.stderr, "Usage:") {
 		t.Errorf("leasehold without arguments: code %d, stderr:\n%s", r.code, r.stderr)
+	}
+	// An installed binary's user has no clone: help names what they can
+	// read, not a path in the repository.
+	r = lh(t, dir, "help")
+	for _, want := range []string{`"The leasehold command"`, "go doc github.com/leasehold/leasehold/core", "https://pkg.go.dev/github.com/leasehold/leasehold/core"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("leasehold help does not point to %s:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "docs/") {
+		t.Errorf("leasehold help names a repository path:\n%s", r.stdout)
+	}
+}
+
+// TestVersion: built from a clone, the command says so: "(devel)", or the
+// pseudo-version Go stamps from the clone's VCS.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := lh(t, t.TempDir(), "version")
+	if ok, _ := regexp.MatchString(`^leasehold (\(devel\)|v0\.0\.0-\S+), built with go1\.\d+\S*(, from revision [0-9a-f]{12}( with local changes)?)?\n$`, r.stdout); r.code != 0 || !ok {
+		t.Errorf("leasehold version: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -470,6 +492,10 @@ func TestBadInput(t *testing.T) {
 		{"ttl not whole ms", []string{"run", "--ttl", "1500us", "--", "true"}, 2, "invalid ttl"},
 		{"missing command", []string{"run", "--key", "k"}, 2, "no command"},
 		{"key too long", []string{"run", "--key", strings.Repeat("k", 501), "--", "true"}, 2, "invalid key"},
+		{"empty key", []string{"run", "--key", "", "--", "true"}, 2, `--key "": the key is empty`},
+		{"empty key with =", []string{"run", "--key=", "--", "true"}, 2, `--key "": the key is empty`},
+		{"bad status format", []string{"status", "--format", "xml"}, 2, `status --format "xml": want table or json`},
+		{"version argument", []string{"version", "extra"}, 2, "takes no arguments"},
 		{"bad URL", []string{"run", "--store", "nonsense", "--", "true"}, 2, "is not a URL"},
 		{"unknown scheme", []string{"status", "--store", "ftp://x/y"}, 2, "unsupported store"},
 		{"bad redis URL", []string{"run", "--store", "redis://:secret@127.0.0.1:6379/zero", "--", "true"}, 2, "invalid database number"},
@@ -530,6 +556,23 @@ func TestStatus(t *testing.T) {
 
 	if r := lh(t, dir, "status", "--store", store, "--prefix", "other/"); r.code != 0 || !strings.Contains(r.stdout, `no live locks with prefix "other/"`) {
 		t.Errorf("status --prefix other/: code %d, stdout %q", r.code, r.stdout)
+	}
+
+	// The same, for a script.
+	r = lh(t, dir, "status", "--store", store, "--prefix", "jobs/", "--format", "json")
+	var listed []struct {
+		Key, Holder, Owner string
+		Token              int64
+		ExpiresInMS        int64 `json:"expires_in_ms"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &listed); r.code != 0 || err != nil || len(listed) != 1 {
+		t.Fatalf("status --format json: code %d, %v, stdout:\n%s", r.code, err, r.stdout)
+	}
+	if l := listed[0]; l.Key != "jobs/reconcile" || l.Holder != wantHolder || !strings.HasPrefix(l.Owner, wantHolder+"/") || l.Token != 1 || l.ExpiresInMS <= 0 || l.ExpiresInMS > 20_000 {
+		t.Errorf("status --format json: %+v, want jobs/reconcile held by %s with token 1 for (0, 20000] ms", l, wantHolder)
+	}
+	if r := lh(t, dir, "status", "--store", store, "--prefix", "other/", "--format", "json"); r.code != 0 || r.stdout != "[]\n" {
+		t.Errorf("status --format json with no lock: code %d, stdout %q, want []", r.code, r.stdout)
 	}
 	os.WriteFile(filepath.Join(dir, "release"), nil, 0o600)
 	holder.wait(t)

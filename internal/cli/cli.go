@@ -1,4 +1,4 @@
-// Package cli is the leasehold command: demo, run and status. It lives
+// Package cli is the leasehold command: demo, run, status and version. It lives
 // apart from package main so that its logic can be tested in process.
 package cli
 
@@ -43,9 +43,10 @@ const (
 const usage = `leasehold: distributed locks (leases) with fencing tokens.
 
 Usage:
-  leasehold demo                              three instances share a job on one SQLite file
+  leasehold demo [--debug]                    three instances share a job on one SQLite file
   leasehold run [flags] -- command [args...]  run a command while holding a lease
-  leasehold status [flags]                    list the live locks
+  leasehold status [flags]                    list the live locks (--format json for scripts)
+  leasehold version                           the command's version
   leasehold help [command]                    show this, or a command's flags
 
 Stores (--store URL, else $LEASEHOLD_STORE, else the per-user SQLite file
@@ -57,7 +58,11 @@ $XDG_STATE_HOME/leasehold/locks.db, by default ~/.local/state/leasehold/locks.db
     redis://host1:port?addr=host2:port&addr=host3:port)
 
 Exit status: 0 ok, 1 error, 2 usage error; run has its own (leasehold help run).
-Documentation: docs/cli.md.
+
+Documentation: the page "The leasehold command" (and "Tutorial", "Jobs") of
+the leasehold documentation, https://github.com/leasehold/leasehold; the
+library's API: go doc github.com/leasehold/leasehold/core (in a module that
+requires it), or https://pkg.go.dev/github.com/leasehold/leasehold/core.
 `
 
 const runUsage = `Usage: leasehold run [flags] -- command [args...]
@@ -72,8 +77,8 @@ once (silently, unless -v), or waits up to --wait for it.
 
 Flags:
   --store URL    the store (default $LEASEHOLD_STORE, else the per-user SQLite file)
-  --key K        the lock key (default: the command's file name, "reconcile"
-                 for /usr/local/bin/reconcile)
+  --key K        the lock key, not empty (default: the command's file name,
+                 "reconcile" for /usr/local/bin/reconcile)
   --ttl D        lease ttl: how long a crashed leasehold blocks the key (default 30s)
   --wait D       wait up to D for a held lease (default 0: try once)
   --grace D      time from SIGTERM to SIGKILL after a loss (default 10s)
@@ -97,15 +102,28 @@ fencing token, and the time left before the lock expires.
 Flags:
   --store URL    the store (default $LEASEHOLD_STORE, else the per-user SQLite file)
   --prefix P     only the keys that start with P
+  --format F     table (default), or json: an array of objects with key, holder,
+                 owner, token and expires_in_ms, [] when no lock is live
 `
 
-const demoUsage = `Usage: leasehold demo
+const demoUsage = `Usage: leasehold demo [--debug]
 
 Three instances of a service, in this process, share a job on one SQLite
 file in a temporary directory: one runs it, the others skip; the owner
 freezes and another takes over; the frozen one's late write is refused by
 its fencing token; a clean shutdown hands the job over at once. Takes about
 ten seconds; the file is removed at the end.
+
+Flags:
+  --debug        also show the library's debug lines (every acquisition,
+                 release and skipped tick)
+`
+
+const versionUsage = `Usage: leasehold version
+
+Prints the version of the leasehold module the command was built from: a
+release's tag when installed with go install …@version, "(devel)" or a
+pseudo-version when built from a clone, and the Go version that built it.
 `
 
 // Env is what a command sees of the process: its output streams.
@@ -139,6 +157,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return env.run(args[1:])
 	case "status":
 		return env.status(args[1:])
+	case "version", "--version":
+		return env.version(args[1:])
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return env.usageErr(fmt.Errorf("flag %s before a command", args[0]))
@@ -154,6 +174,8 @@ func commandUsage(name string) (string, bool) {
 		return statusUsage, true
 	case "demo":
 		return demoUsage, true
+	case "version":
+		return versionUsage, true
 	}
 	return "", false
 }

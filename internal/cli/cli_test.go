@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -250,5 +251,25 @@ func TestPausableClock(t *testing.T) {
 	late := c.AfterFunc(time.Hour, func() { t.Error("a stopped timer ran") })
 	if !late.Stop() || late.Stop() {
 		t.Error("Stop: want true, then false")
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	t.Parallel()
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tc := range []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"release", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.0"}}, true, "leasehold v0.3.0, built with go1.26.0"},
+		{"clone", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs}, true, "leasehold (devel), built with go1.26.0, from revision 0123456789ab with local changes"},
+		{"clone, stamped", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.0.0-20260301120000-0123456789ab+dirty"}, Settings: vcs}, true, "leasehold v0.0.0-20260301120000-0123456789ab+dirty, built with go1.26.0"},
+		{"no build info", nil, false, "leasehold (unknown version: built without module information)"},
+	} {
+		if got := versionLine(tc.info, tc.ok); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -28,6 +28,7 @@ const (
 
 func (e Env) demo(args []string) int {
 	fs := newFlagSet("demo")
+	debug := fs.Bool("debug", false, "")
 	if code, done := e.parse(fs, args); done {
 		return code
 	}
@@ -36,7 +37,11 @@ func (e Env) demo(args []string) int {
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	if err := Demo(ctx, e.Stdout); err != nil {
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	if err := Demo(ctx, e.Stdout, level); err != nil {
 		return e.fail(err, ExitError)
 	}
 	return ExitOK
@@ -44,9 +49,10 @@ func (e Env) demo(args []string) int {
 
 // Demo tells the story of a job shared by three instances, on one SQLite
 // file in a temporary directory, to w: the library's own logs (every
-// instance's, debug included) and the demo's narration. It returns once the
-// story is told and everything is closed and removed.
-func Demo(ctx context.Context, w io.Writer) error {
+// instance's, from level on: slog.LevelInfo tells the story, LevelDebug adds
+// every acquisition, release and skipped tick) and the demo's narration. It
+// returns once the story is told and everything is closed and removed.
+func Demo(ctx context.Context, w io.Writer, level slog.Level) error {
 	// Every line, the narration's and the library's logs, goes through one
 	// *log.Logger, which writes each line whole and one at a time: lines
 	// from several goroutines never mix.
@@ -58,7 +64,7 @@ func Demo(ctx context.Context, w io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	d := &demo{ctx: ctx, out: out, byName: map[string]*demoInstance{}, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}}
-	logger := slog.New(slog.NewTextHandler(lineWriter{out}, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: shortTime}))
+	logger := slog.New(slog.NewTextHandler(lineWriter{out}, &slog.HandlerOptions{Level: level, ReplaceAttr: shortTime}))
 	path := filepath.Join(dir, "locks.db")
 	d.say("== leasehold demo: three instances of one service share a job, on one SQLite file (%s).", path)
 	d.say("   Job %q: on one instance; every instance's ticker fires every %v; lease ttl %v.", demoJob, demoTick, demoTTL)
@@ -290,7 +296,7 @@ func (d *demo) summary(frozen demoWrite) {
 	})
 	d.say("== Done: the resource accepted %d reports, under fencing tokens %v, and refused %s's late one (token %d).",
 		reports, tokens, frozen.instance, frozen.token)
-	d.say("   Next: leasehold help run, leasehold status (docs/cli.md).")
+	d.say("   Next: leasehold help run, leasehold help status, and the page \"The leasehold command\" of the leasehold documentation.")
 }
 
 // report is the job's function on inst: it writes a report, with the
@@ -329,7 +335,7 @@ func (d *demo) write(instance string, token int64) error {
 		if err = d.resource.Write(token, instance); err != nil {
 			seen, _ := d.resource.Read()
 			d.refused = append(d.refused, demoWrite{instance, token})
-			d.say("   resource: REFUSED the write of %s with fencing token %d: it has seen token %d", instance, token, seen)
+			d.say("   resource: refused the write of %s with fencing token %d, as intended: it has seen token %d", instance, token, seen)
 			return
 		}
 		d.accepted = append(d.accepted, demoWrite{instance, token})
@@ -382,6 +388,8 @@ func (d *demo) runTick(inst *demoInstance) {
 			d.update(func() { d.skips[inst.name]++ })
 		}
 	case d.ctx.Err() != nil:
+	case errors.Is(err, coretest.ErrStaleToken):
+		inst.log.Info("demo: the run's late write was refused, as intended", "err", oneLine(strings.ReplaceAll(err.Error(), "\n", "; ")))
 	default:
 		inst.log.Error("demo: the job's run failed", "err", oneLine(strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ const (
 type runOptions struct {
 	store   string
 	key     string
+	keySet  bool // --key was given, possibly empty
 	ttl     time.Duration
 	wait    time.Duration
 	grace   time.Duration
@@ -46,6 +48,7 @@ func (e Env) run(args []string) int {
 		return code
 	}
 	o.argv = fs.Args()
+	fs.Visit(func(f *flag.Flag) { o.keySet = o.keySet || f.Name == "key" })
 	if err := o.check(); err != nil {
 		fmt.Fprintf(e.Stderr, "leasehold run: %s (see leasehold help run)\n", oneLine(err.Error()))
 		return ExitUsage
@@ -57,7 +60,10 @@ func (o *runOptions) check() error {
 	if len(o.argv) == 0 {
 		return errors.New("no command: want leasehold run [flags] -- command [args...]")
 	}
-	if o.key == "" {
+	switch {
+	case o.key == "" && o.keySet:
+		return errors.New(`--key "": the key is empty; give a key, or leave --key out to use the command's file name`)
+	case o.key == "":
 		o.key = filepath.Base(o.argv[0])
 	}
 	if err := core.ValidateKey(o.key); err != nil {

@@ -2,22 +2,29 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/leasehold/leasehold/core"
 )
 
 func (e Env) status(args []string) int {
 	fs := newFlagSet("status")
 	storeFlag := fs.String("store", "", "")
 	prefix := fs.String("prefix", "", "")
+	format := fs.String("format", "table", "")
 	if code, done := e.parse(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return e.usageErr(fmt.Errorf("status takes no arguments, got %q", fs.Arg(0)))
+	}
+	if *format != "table" && *format != "json" {
+		return e.usageErr(fmt.Errorf("status --format %q: want table or json", *format))
 	}
 	ctx, stop := interruptible()
 	defer stop()
@@ -39,6 +46,9 @@ func (e Env) status(args []string) int {
 	if err != nil {
 		return e.fail(fmt.Errorf("store %s: %w", st.desc, err), ExitError)
 	}
+	if *format == "json" {
+		return e.statusJSON(locks)
+	}
 	if len(locks) == 0 {
 		if *prefix != "" {
 			fmt.Fprintf(e.Stdout, "no live locks with prefix %q in %s\n", *prefix, st.desc)
@@ -53,6 +63,30 @@ func (e Env) status(args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", quoteIfNeeded(l.Key), quoteIfNeeded(holder(l.Owner)), l.Token, expiresIn(l.ExpiresIn))
 	}
 	if err := tw.Flush(); err != nil {
+		return e.fail(err, ExitError)
+	}
+	return ExitOK
+}
+
+// lockJSON is one live lock in status --format json.
+type lockJSON struct {
+	Key         string `json:"key"`
+	Holder      string `json:"holder"` // the instance name part of owner
+	Owner       string `json:"owner"`
+	Token       int64  `json:"token"`
+	ExpiresInMS int64  `json:"expires_in_ms"`
+}
+
+// statusJSON prints locks as a JSON array, [] when there are none, so that
+// a script reads one shape whatever the store holds.
+func (e Env) statusJSON(locks []core.LockInfo) int {
+	out := make([]lockJSON, 0, len(locks))
+	for _, l := range locks {
+		out = append(out, lockJSON{Key: l.Key, Holder: holder(l.Owner), Owner: l.Owner, Token: l.Token, ExpiresInMS: l.ExpiresIn.Milliseconds()})
+	}
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
 		return e.fail(err, ExitError)
 	}
 	return ExitOK
