@@ -63,12 +63,25 @@ func TestNewRefusesTypedNilStore(t *testing.T) {
 }
 
 func TestInstanceNameIsSanitised(t *testing.T) {
-	clock := core.NewManualClock(t0)
-	store := core.NewMemoryStore(core.WithMemoryClock(clock))
-	l := coretest.NewLocks(t, store, core.WithClock(clock), core.WithInstanceName("web\x00\xff-1"))
-	lk := mustAcquire(t, l, "k")
-	name, _, _ := strings.Cut(lk.Owner(), "/")
-	if name != "web??-1" {
-		t.Fatalf("owner id prefix = %q; want NUL and invalid UTF-8 replaced: %q", name, "web??-1")
+	for _, tc := range []struct{ given, used string }{
+		{"web\x00\xff-1", "web??-1"},
+		{strings.Repeat("é", 150), strings.Repeat("é", 100)}, // 300 bytes: cut at 200, between characters
+		{strings.Repeat("x", 199) + "é", strings.Repeat("x", 199)},
+		{strings.Repeat("x", 200), strings.Repeat("x", 200)}, // fits: kept, without a warning
+	} {
+		clock := core.NewManualClock(t0)
+		var logs coretest.LogBuffer
+		l := coretest.NewLocks(t, core.NewMemoryStore(core.WithMemoryClock(clock)), core.WithClock(clock), core.WithInstanceName(tc.given), core.WithLogger(logs.Logger()))
+		name, _, _ := strings.Cut(mustAcquire(t, l, "k").Owner(), "/")
+		if name != tc.used {
+			t.Errorf("owner id prefix = %q; want %q", name, tc.used)
+		}
+		want := 1
+		if tc.used == tc.given {
+			want = 0
+		}
+		if got := logs.Lines("level=WARN", "instance name changed to fit owner ids", "used="); len(got) != want {
+			t.Errorf("name %q: %d warnings, want %d: %q", tc.given, len(got), want, logs.String())
+		}
 	}
 }

@@ -67,15 +67,10 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		host, _ := os.Hostname()
 		cfg.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	// Owner ids go into text columns: valid UTF-8, no NUL.
-	cfg.instance = strings.ReplaceAll(strings.ToValidUTF8(cfg.instance, "?"), "\x00", "?")
-	if len(cfg.instance) > 200 {
-		// Cut at a rune boundary: owner ids go into text columns.
-		cut := 200
-		for cut > 0 && !utf8.RuneStart(cfg.instance[cut]) {
-			cut--
-		}
-		cfg.instance = cfg.instance[:cut]
+	given := cfg.instance
+	cfg.instance = ownerPrefix(given)
+	if cfg.instance != given {
+		cfg.logger.Warn("leasehold: instance name changed to fit owner ids (at most 200 bytes of UTF-8, no NUL)", "given", given, "used", cfg.instance)
 	}
 	l := &Locks{
 		store:    store,
@@ -97,6 +92,24 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		l.log.Info("leasehold: using store", "store", describe(store))
 	}
 	return l, nil
+}
+
+// maxInstanceName is the longest instance name, in bytes, kept in owner ids.
+const maxInstanceName = 200
+
+// ownerPrefix makes name fit the start of an owner id, which goes into text
+// columns: valid UTF-8 (invalid bytes become "?"), no NUL ("?" too), at most
+// maxInstanceName bytes (cut at a character boundary).
+func ownerPrefix(name string) string {
+	name = strings.ReplaceAll(strings.ToValidUTF8(name, "?"), "\x00", "?")
+	if len(name) <= maxInstanceName {
+		return name
+	}
+	cut := maxInstanceName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut]
 }
 
 func describe(store LockStore) string {

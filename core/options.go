@@ -44,7 +44,10 @@ func WithEventHandler(fn func(Event)) Option { return func(c *config) { c.onEven
 
 // WithInstanceName sets a name for this instance (default: host name and
 // process id), used as the readable part of owner ids so that an operator
-// listing the locks can tell which instance holds each.
+// listing the locks can tell which instance holds each. Owner ids go into
+// text columns, so [New] keeps at most 200 bytes of the name (cut at a
+// character boundary) and replaces invalid UTF-8 and NUL with "?", with a
+// warning in the log when it changes the name.
 func WithInstanceName(name string) Option { return func(c *config) { c.instance = name } }
 
 // AcquireOption configures one call of [Locks.Acquire] or [Locks.WithLock].
