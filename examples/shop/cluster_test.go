@@ -5,78 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/core/coretest"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 var start = time.Date(2026, 3, 2, 1, 59, 0, 0, time.UTC)
-
-// openDB returns the shop's database, a SQLite file with three orders to
-// invoice and three products on the shelves.
-func openDB(t *testing.T) *sql.DB {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "shop.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	if err := Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`INSERT INTO orders (id, total_cents) VALUES ('ord-1001', 2599), ('ord-1002', 1250), ('ord-1003', 4800)`,
-		`INSERT INTO stock (product_id, in_stock) VALUES ('salmon-kibble', 0), ('catnip', 0), ('litter', 0)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return db
-}
-
-func addOrder(t *testing.T, db *sql.DB, id string) {
-	t.Helper()
-	if _, err := db.Exec(`INSERT INTO orders (id, total_cents) VALUES ($1, 1000)`, id); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func inStock(t *testing.T, db *sql.DB, product string) int64 {
-	t.Helper()
-	var n int64
-	if err := db.QueryRow(`SELECT in_stock FROM stock WHERE product_id = $1`, product).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// newShops returns n instances of the shop on one database, as in
-// production: each instance its own process, all of them sharing the
-// database, the accounting system and the warehouse.
-func newShops(t *testing.T, n int) ([]*Shop, *fakeAccounting, *fakeWarehouse, *coretest.LogBuffer) {
-	db := openDB(t)
-	accounting := &fakeAccounting{}
-	warehouse := newFakeWarehouse(map[string]int64{"salmon-kibble": 12, "catnip": 30, "litter": 7})
-	logs := &coretest.LogBuffer{}
-	var shops []*Shop
-	for i := range n {
-		shops = append(shops, &Shop{
-			DB:         db,
-			Accounting: accounting,
-			Warehouse:  warehouse,
-			Log:        logs.Logger().With("instance", fmt.Sprint("shop-", i+1)),
-		})
-	}
-	return shops, accounting, warehouse, logs
-}
 
 // cluster is three instances of the shop, each with its own core.Locks on
 // one MemoryStore (the shared store), and each on its own ManualClock: three
@@ -239,26 +176,12 @@ func (c *cluster) startRun(n *node, job func(*Jobs) *core.Job) <-chan error {
 }
 
 // shutdown closes n as a SIGTERM would: its jobs and elections hand over.
-// n's clock moves while it closes, since a job's lease is kept for a second
-// after its last run started.
 func (c *cluster) shutdown(n *node) {
 	c.t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		done <- n.locks.Close(ctx)
-	}()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				c.t.Errorf("close: %v", err)
-			}
-			return
-		case <-time.After(time.Millisecond):
-			n.clock.Advance(10 * time.Millisecond)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.locks.Close(ctx); err != nil {
+		c.t.Errorf("close: %v", err)
 	}
 }
 

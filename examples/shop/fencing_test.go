@@ -19,6 +19,10 @@ func TestWriteStockRefusesAnOlderToken(t *testing.T) {
 	if written, _, err := WriteStock(ctx, db, fresh, 8); err != nil || written != 1 {
 		t.Fatalf("write with token 8: %d written, %v", written, err)
 	}
+	// The same run writes again: its token is still the highest.
+	if written, _, err := WriteStock(ctx, db, fresh, 8); err != nil || written != 1 {
+		t.Fatalf("second write with token 8: %d written, %v; want the same run's token accepted", written, err)
+	}
 	// A run that drew token 5, before the run with token 8, writes late.
 	written, refused, err := WriteStock(ctx, db, stale, 5)
 	if err != nil || written != 0 || refused != 1 {

@@ -6,14 +6,15 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// The keys of the shop's jobs and of its election. They name the locks in
-// the store, so every instance, old and new, must use the same ones: set
-// them explicitly rather than let them default to a function's name, which
-// a refactoring changes.
+// The keys of the shop's jobs, of its election and of its migration. They
+// name the locks in the store, so every instance, old and new, must use the
+// same ones: set them explicitly rather than let them default to a
+// function's name, which a refactoring changes.
 const (
 	ExportJobKey    = "invoices:nightly-export"
 	ReconcileJobKey = "inventory:stock-reconciliation"
 	FeedKey         = "inventory:warehouse-feed"
+	MigrateKey      = "shop:migrate"
 )
 
 // Jobs are the shop's scheduled jobs, under leasehold's guards. Call

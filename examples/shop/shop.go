@@ -6,7 +6,9 @@
 // runs long, and fences its writes with the run's token.
 //
 // Every Go code block of the tutorial is taken from this package, and
-// doc_test.go checks that they still match.
+// doc_test.go checks that they still match, that the tutorial names each
+// file before showing its code, and that the package builds from the files
+// it names.
 package shop
 
 import (

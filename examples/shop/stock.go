@@ -36,15 +36,16 @@ func (s *Shop) ReconcileStock(ctx context.Context) error {
 }
 
 // WriteStock writes counts to the stock table, fenced by token: a product
-// is written only if no run with a token as high as this one has written it
-// already, and the row keeps the token it was written with. It returns how
-// many products it wrote and how many it refused as stale. Every product
-// has a row in the stock table, created with the product.
+// is written only if no run with a greater token has written it already
+// (the same run may write it again), and the row keeps the token it was
+// written with. It returns how many products it wrote and how many it
+// refused as stale. Every product has a row in the stock table, created
+// with the product.
 func WriteStock(ctx context.Context, db *sql.DB, counts []StockCount, token int64) (written, stale int, err error) {
 	for _, c := range counts {
 		res, err := db.ExecContext(ctx, `
 UPDATE stock SET in_stock = $1, fencing_token = $2
-WHERE product_id = $3 AND fencing_token < $2`,
+WHERE product_id = $3 AND fencing_token <= $2`,
 			c.InStock, token, c.ProductID)
 		if err != nil {
 			return written, stale, fmt.Errorf("write stock of %s: %w", c.ProductID, err)

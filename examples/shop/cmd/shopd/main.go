@@ -27,13 +27,9 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	leaseholdotel "github.com/leasehold/leasehold/adapters/otel"
 	"github.com/leasehold/leasehold/core"
-	sqlstore "github.com/leasehold/leasehold/drivers/sql"
-	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 	"github.com/leasehold/leasehold/examples/shop"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 func main() {
@@ -58,17 +54,18 @@ func run(log *slog.Logger, addr string, reconcileEvery time.Duration) error {
 		return err
 	}
 	defer db.Close() // last of all: the locks are handed back first
-	if err := shop.Migrate(ctx, db); err != nil {
-		return err
-	}
-	if err := seed(ctx, db); err != nil {
-		return err
-	}
 
 	// Metrics and traces go to the global OpenTelemetry providers; install
 	// their SDK and exporters here (docs/observability.md).
 	locks, err := core.New(store, core.WithLogger(log), leaseholdotel.Instrument())
 	if err != nil {
+		return err
+	}
+	// Three instances started at once would create the tables at once.
+	if err := shop.MigrateOneAtATime(ctx, db, locks); err != nil {
+		return err
+	}
+	if err := seed(ctx, db); err != nil {
 		return err
 	}
 	s := &shop.Shop{DB: db, Accounting: accounting{log}, Warehouse: warehouse{log}, Log: log}
@@ -120,60 +117,6 @@ func shutdown(log *slog.Logger, srv *http.Server, locks *core.Locks) error {
 		return fmt.Errorf("release locks (they expire after their ttl): %w", err)
 	}
 	return nil
-}
-
-// openDatabase opens the shop's database and a lock store in it: the locks
-// live in a table next to the shop's own, on the same connection pool.
-func openDatabase(ctx context.Context, url string) (*sql.DB, core.LockStore, error) {
-	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
-		return openPostgres(ctx, url)
-	}
-	path := strings.TrimPrefix(url, "sqlite://")
-	if path == "" {
-		path = "shop.db"
-	}
-	return openSQLite(path)
-}
-
-// openPostgres keeps the locks in a table of the application's PostgreSQL
-// database.
-func openPostgres(ctx context.Context, url string) (*sql.DB, *sqlstore.Store, error) {
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		return nil, nil, err
-	}
-	store, err := sqlstore.New(db, sqlstore.Postgres)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	// Creates the locks table if it is missing. To create it in your own
-	// migrations instead, run the statements of store.Schema().
-	if err := store.Migrate(ctx); err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, store, nil
-}
-
-// openSQLite keeps the shop's tables and its locks in one SQLite file,
-// leasehold's embedded default. Instances on one machine that open the same
-// file share the locks.
-func openSQLite(path string) (*sql.DB, *sqlitestore.Store, error) {
-	// WAL lets readers work while a writer writes; the busy timeout makes a
-	// writer wait for the file's write lock rather than fail at once.
-	db, err := sql.Open("sqlite", "file:"+path+
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
-	if err != nil {
-		return nil, nil, err
-	}
-	// Creates the locks table in the shop's database if it is missing.
-	store, err := sqlitestore.New(db)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, store, nil
 }
 
 // requireToken lets through the requests that carry "Authorization: Bearer
