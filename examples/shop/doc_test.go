@@ -31,23 +31,13 @@ const tutorial = "../../docs/tutorial.md"
 // tutorial must follow. A block may be shown with its common indentation
 // removed, so that a snippet from inside a function reads flush left.
 func TestTutorialShowsThisPackagesCode(t *testing.T) {
-	doc, err := os.ReadFile(tutorial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sources := readSources(t)
-	named := namedFiles(doc)
+	doc, sources, named := readTutorial(t)
 	blocks := codeBlocks(doc, "go", "sql")
 	if len(blocks) < 10 {
 		t.Fatalf("%s has %d go and sql code blocks; the fence parser must be broken", tutorial, len(blocks))
 	}
 	for _, b := range blocks {
-		var in []string
-		for path, text := range sources {
-			if containsIndented(text, b.text) {
-				in = append(in, path)
-			}
-		}
+		in := filesWith(sources, b)
 		if len(in) == 0 {
 			t.Errorf("%s:%d: this ```%s block is not in examples/shop's sources:\n%s", tutorial, b.line, b.lang, b.text)
 			continue
@@ -67,12 +57,7 @@ func TestTutorialBuildsFromTheFilesItNames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	doc, err := os.ReadFile(tutorial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := namedFiles(doc)
-	sources := readSources(t)
+	doc, sources, named := readTutorial(t)
 	for path := range named {
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("%s names examples/shop/%s: %v", tutorial, path, err)
@@ -94,6 +79,18 @@ func TestTutorialBuildsFromTheFilesItNames(t *testing.T) {
 	if err != nil || !strings.Contains(out, "--- PASS: "+first) {
 		t.Errorf("%s with only the files %s names up to its section: %v\n%s", first, tutorial, err, out)
 	}
+}
+
+// filesWith returns the files whose source holds block b, in order.
+func filesWith(sources map[string]string, b codeBlock) []string {
+	var in []string
+	for path, text := range sources {
+		if containsIndented(text, b.text) {
+			in = append(in, path)
+		}
+	}
+	slices.Sort(in)
+	return in
 }
 
 // goWithOnly runs the go command in this directory with an overlay that
@@ -133,6 +130,17 @@ func goTool() string {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// readTutorial returns the tutorial, this package's sources by path, and
+// the files the tutorial names with the line that names each first.
+func readTutorial(t *testing.T) (doc []byte, sources map[string]string, named map[string]int) {
+	t.Helper()
+	doc, err := os.ReadFile(tutorial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, readSources(t), namedFiles(doc)
 }
 
 // namedFiles returns the files of this package the document names, by their
@@ -258,23 +266,14 @@ func containsIndented(sources, block string) bool {
 // variable, constant, method or field) is declared in a file the page names
 // before the block: nothing the reader meets is left unexplained.
 func TestTutorialNamesEveryIdentifierItUses(t *testing.T) {
-	doc, err := os.ReadFile(tutorial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sources := readSources(t)
-	named := namedFiles(doc)
+	doc, sources, named := readTutorial(t)
 	decls := declarations(t, sources)
 	for _, b := range codeBlocks(doc, "go") {
-		from := ""
-		for path, text := range sources {
-			if containsIndented(text, b.text) && (from == "" || path < from) {
-				from = path
-			}
-		}
-		if from == "" {
+		in := filesWith(sources, b)
+		if len(in) == 0 {
 			continue // TestTutorialShowsThisPackagesCode reports it
 		}
+		from := in[0]
 		for _, use := range uses(b.text) {
 			var where []string
 			for _, d := range decls[use.name] {

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,24 +48,30 @@ func TestTryItOnAFreshPostgres(t *testing.T) {
 			}
 			for i, in := range instances {
 				if err := in.wait(t); err != nil {
-					t.Errorf("instance %d: %v; its log:\n%s", i+1, err, in.out.String())
+					t.Errorf("instance %d: %v; its log:\n%s", i+1, err, in.output())
 				}
 			}
 		})
 	}
 }
 
-// instance is a shopd process and its log.
+// instance is a shopd process, and the file it logs to.
 type instance struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	log  string
 	done chan error
 }
 
 func startShopd(t *testing.T, shopd, dsn string) *instance {
-	in := &instance{cmd: exec.Command(shopd, "-addr", "127.0.0.1:0", "-reconcile-every", "1s"), out: &syncBuffer{}, done: make(chan error, 1)}
+	in := &instance{cmd: exec.Command(shopd, "-addr", "127.0.0.1:0", "-reconcile-every", "1s"), done: make(chan error, 1)}
 	in.cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "ADMIN_TOKEN=s3cret")
-	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
+	log, err := os.CreateTemp(t.TempDir(), "shopd-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close() // the process has its own descriptor
+	in.log = log.Name()
+	in.cmd.Stdout, in.cmd.Stderr = log, log
 	if err := in.cmd.Start(); err != nil {
 		t.Errorf("start shopd: %v", err)
 		close(in.done)
@@ -81,13 +86,13 @@ func startShopd(t *testing.T, shopd, dsn string) *instance {
 func (in *instance) waitFor(t *testing.T, what, want string) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
-	for !strings.Contains(in.out.String(), want) {
+	for !strings.Contains(in.output(), want) {
 		select {
 		case err := <-in.done:
 			in.done <- err
-			t.Fatalf("waiting for %s, the process exited (%v); its log:\n%s", what, err, in.out.String())
+			t.Fatalf("waiting for %s, the process exited (%v); its log:\n%s", what, err, in.output())
 		case <-deadline:
-			t.Fatalf("timed out waiting for %s; its log:\n%s", what, in.out.String())
+			t.Fatalf("timed out waiting for %s; its log:\n%s", what, in.output())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -104,19 +109,8 @@ func (in *instance) wait(t *testing.T) error {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// output returns what the process has logged so far.
+func (in *instance) output() string {
+	b, _ := os.ReadFile(in.log)
+	return string(b)
 }
