@@ -42,10 +42,8 @@ require (
 
 replace (
 	github.com/leasehold/leasehold/adapters/otel => ./adapters/otel
-	github.com/leasehold/leasehold/conformance => ./conformance
 	github.com/leasehold/leasehold/core => ./core
 	github.com/leasehold/leasehold/drivers/rueidis => ./drivers/rueidis
 	github.com/leasehold/leasehold/drivers/sql => ./drivers/sql
 	github.com/leasehold/leasehold/drivers/sqlite => ./drivers/sqlite
-	github.com/leasehold/leasehold/internal/testserver => ./internal/testserver
 )

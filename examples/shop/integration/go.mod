@@ -84,7 +84,6 @@ require (
 
 replace (
 	github.com/leasehold/leasehold => ../../..
-	github.com/leasehold/leasehold/conformance => ../../../conformance
 	github.com/leasehold/leasehold/core => ../../../core
 	github.com/leasehold/leasehold/drivers/sql => ../../../drivers/sql
 	github.com/leasehold/leasehold/drivers/sqlite => ../../../drivers/sqlite

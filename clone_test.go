@@ -1,0 +1,166 @@
+package leasehold_test
+
+// The README's recipe for using leasehold from a clone, tested as a user
+// runs it: in a scratch module outside the repository.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// scratchMain is a user's program: README's guarded job, cut down to one
+// run on the embedded SQLite store.
+const scratchMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/leasehold/leasehold/core"
+	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
+)
+
+func main() {
+	store, err := sqlitestore.Open("locks.db")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	locks, err := core.New(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close(context.Background())
+	err = locks.WithLock(context.Background(), "scratch", func(ctx context.Context) error {
+		fmt.Println("token", core.LockFromContext(ctx).Token())
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+`
+
+// testOnly matches the modules that only leasehold's own tests need (test
+// servers, containers, Ginkgo, the kit, the PostgreSQL driver the SQL
+// driver's tests use): the go.sum of a program on core and drivers/sqlite
+// must list none of them. (It does list the test dependencies of
+// third-party modules such as modernc.org/sqlite, which go mod tidy keeps.)
+var testOnly = regexp.MustCompile(`testcontainers|ginkgo|gomega|docker|moby|opentelemetry|jackc/pgx|leasehold/conformance|leasehold/internal`)
+
+// TestUseFromAClone runs the README's recipe in a scratch module outside
+// the repository, with $HOME/src/leasehold pointing at this clone, then
+// builds and runs a program on core and drivers/sqlite, and checks that the
+// module's go.sum lists only what the program needs at run time.
+func TestUseFromAClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go mod tidy, which may fetch third-party modules")
+	}
+	recipe := readmeRecipe(t)
+	clone, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(clone, filepath.Join(home, "src", "leasehold")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := scratchEnv(t, home)
+	run(t, dir, env, goTool(), "mod", "init", "example.com/scratch")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(scratchMain), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, env, "sh", "-e", "-c", recipe)
+	if out := run(t, dir, env, goTool(), "run", "."); out != "token 1\n" {
+		t.Errorf("the scratch program printed %q, want %q", out, "token 1\n")
+	}
+
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(sum)) {
+		if f := strings.Fields(line); len(f) == 3 && testOnly.MatchString(f[0]) {
+			t.Errorf("go.sum lists %s %s, which only leasehold's own tests need", f[0], f[1])
+		}
+	}
+	if t.Failed() {
+		t.Logf("go.sum:\n%s", sum)
+	}
+}
+
+// readmeRecipe returns the shell block between the recipe markers of the
+// README.
+func readmeRecipe(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- recipe:begin[^>]*-->\n```sh\n(.*?)```\n<!-- recipe:end -->").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no ```sh block between the recipe markers")
+	}
+	return string(m[1])
+}
+
+// scratchEnv is the environment of the scratch module's go commands: home
+// as $HOME, this process's Go caches (which live under the real $HOME by
+// default), and no workspace or flags of the repository's.
+func scratchEnv(t *testing.T, home string) []string {
+	t.Helper()
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		for _, k := range []string{"HOME=", "GOWORK=", "GOFLAGS=", "GOPATH=", "GOMODCACHE=", "GOCACHE="} {
+			if strings.HasPrefix(kv, k) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, k := range []string{"GOPATH", "GOMODCACHE", "GOCACHE"} {
+		v := strings.TrimSpace(run(t, ".", os.Environ(), goTool(), "env", k))
+		env = append(env, k+"="+v)
+	}
+	return append(env, "HOME="+home, "GOWORK=off", "GOFLAGS=")
+}
+
+// run runs a command in dir and returns its standard output, failing the
+// test if it fails.
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, exit.Stderr)
+		}
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+func goTool() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
