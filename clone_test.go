@@ -9,10 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/leasehold/leasehold/internal/gocmd"
 )
 
 // scratchMain is a user's program: README's guarded job, cut down to one
@@ -78,12 +79,12 @@ func TestUseFromAClone(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := scratchEnv(t, home)
-	run(t, dir, env, goTool(), "mod", "init", "example.com/scratch")
+	run(t, dir, env, gocmd.Path(), "mod", "init", "example.com/scratch")
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(scratchMain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, dir, env, "sh", "-e", "-c", recipe)
-	if out := run(t, dir, env, goTool(), "run", "."); out != "token 1\n" {
+	if out := run(t, dir, env, gocmd.Path(), "run", "."); out != "token 1\n" {
 		t.Errorf("the scratch program printed %q, want %q", out, "token 1\n")
 	}
 
@@ -130,7 +131,7 @@ func scratchEnv(t *testing.T, home string) []string {
 		return false
 	})
 	for _, k := range []string{"GOPATH", "GOMODCACHE", "GOCACHE"} {
-		v := strings.TrimSpace(run(t, ".", os.Environ(), goTool(), "env", k))
+		v := strings.TrimSpace(run(t, ".", os.Environ(), gocmd.Path(), "env", k))
 		env = append(env, k+"="+v)
 	}
 	return append(env, "HOME="+home, "GOWORK=off", "GOFLAGS=")
@@ -151,16 +152,4 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
 	return string(out)
-}
-
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/leasehold/leasehold/core/coretest"
+	"github.com/leasehold/leasehold/internal/gocmd"
 	"github.com/redis/rueidis"
 )
 
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command(goTool(), append(args, ".")...)
+	build := exec.Command(gocmd.Path(), append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -60,15 +61,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
 }
 
 func fileExists(p string) bool {

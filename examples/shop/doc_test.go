@@ -13,10 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/leasehold/leasehold/internal/gocmd"
 )
 
 // tutorial is the document whose code this package holds.
@@ -115,16 +116,9 @@ func goWithOnly(t *testing.T, sources map[string]string, named map[string]int, k
 	if err := os.WriteFile(file, overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goTool(), append([]string{args[0], "-overlay", file}, args[1:]...)...)
+	cmd := exec.Command(gocmd.Path(), append([]string{args[0], "-overlay", file}, args[1:]...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
 }
 
 func fileExists(path string) bool {
