@@ -272,7 +272,7 @@ func (s *Schema) withStatements(plan *atlasmigrate.Plan) *atlasmigrate.Plan {
 	p := *plan
 	p.Changes = slices.Clone(plan.Changes)
 	for i, q := range s.extra {
-		c := &atlasmigrate.Change{Cmd: q, Comment: fmt.Sprintf("leasehold: %s, statement %d of %d", s.table, i+1, len(s.extra))}
+		c := &atlasmigrate.Change{Cmd: q, Comment: fmt.Sprintf("leasehold: statements ent cannot express for table %q (%d of %d)", s.table, i+1, len(s.extra))}
 		if i == 0 && len(s.undo) > 0 {
 			c.Reverse = s.undo
 		}
