@@ -37,7 +37,7 @@ func (e driverExecutor) Query(ctx context.Context, query string, args []any, sca
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := scan(rows); err != nil {
+		if err := scan(rows.ColumnScanner); err != nil {
 			return err
 		}
 	}

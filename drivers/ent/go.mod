@@ -20,7 +20,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/hcl/v2 v2.18.1 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
-	github.com/onsi/gomega v1.44.0 // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/zclconf/go-cty v1.14.4 // indirect
 	github.com/zclconf/go-cty-yaml v1.1.0 // indirect
@@ -29,8 +28,6 @@ require (
 )
 
 replace (
-	github.com/leasehold/leasehold/conformance => ../../conformance
 	github.com/leasehold/leasehold/core => ../../core
 	github.com/leasehold/leasehold/drivers/sql => ../sql
-	github.com/leasehold/leasehold/internal/testserver => ../../internal/testserver
 )

@@ -238,10 +238,11 @@ func (s *Schema) applyStatements(next schema.Applier) schema.Applier {
 // [Schema.Statements] after the statements that create the schema's
 // tables, in the same file, and formats everything with next (or
 // [atlasmigrate.DefaultFormatter] if nil). Pass it to ent's versioned
-// migration with the tables:
+// migration with the tables and [Schema.MigrateOption]:
 //
 //	err := schema.Diff(ctx, devURL, name, slices.Concat(migrate.Tables, locks.Tables()),
-//		schema.WithDir(dir), schema.WithFormatter(locks.Formatter(atlasmigrate.DefaultFormatter)))
+//		schema.WithDir(dir), schema.WithFormatter(locks.Formatter(atlasmigrate.DefaultFormatter)),
+//		locks.MigrateOption())
 //
 // The plans of later migrations, which do not create the tables, are
 // formatted by next unchanged. Formats that write down migrations get the

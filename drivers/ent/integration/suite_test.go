@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
 	"entgo.io/ent/dialect"
@@ -15,6 +14,11 @@ import (
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
+// TestSuite runs, on PostgreSQL, MariaDB and SQLite, the conformance kit
+// through ent's driver (32 callers per race on a pool of 32 connections),
+// on tables that an application's ent migration created; and the specs of
+// Debug, NewFromClient and the migrations. `go test
+// -ginkgo.label-filter=sqlite` picks one server.
 func TestSuite(t *testing.T) { testserver.RunSuite(t, "entstore") }
 
 var _ = Describe("entstore", func() {
@@ -27,18 +31,9 @@ var _ = Describe("entstore", func() {
 				dsn = s.database(GinkgoTB())
 				Expect(migrate(ctx, s.open(GinkgoTB(), dsn))).To(Succeed())
 			})
-			options := conformance.Options{
-				Callers: 32,
-				TTL:     s.ttl,
-				// Any store on the database resets the one token source.
-				ResetTokens: func(ctx context.Context) error {
-					store, err := entstore.New(s.open(GinkgoTB(), dsn))
-					if err != nil {
-						return err
-					}
-					return store.ResetTokens(ctx)
-				},
-			}
+			// The kit resets the token source through the store's own
+			// ResetTokens.
+			options := conformance.Options{Callers: 32, TTL: s.ttl}
 
 			Describe("New, on the application's driver", func() {
 				conformance.Specs(func(t testing.TB) core.LockStore {
