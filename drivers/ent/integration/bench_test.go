@@ -30,7 +30,7 @@ import (
 // (PostgreSQL's synchronous_commit, SQLite's synchronous): an fsync costs
 // milliseconds with a wide spread, and would drown the store's overhead.
 //
-//	go test -run '^$' -bench . -benchmem -benchtime 2000x -count 6 ./drivers/ent/integration
+//	go test -run '^$' -bench . -benchmem -count 6 .
 func BenchmarkStore(b *testing.B) {
 	for _, s := range servers {
 		b.Run(s.label, func(b *testing.B) {

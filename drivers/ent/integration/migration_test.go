@@ -14,6 +14,7 @@ import (
 
 	entstore "github.com/leasehold/leasehold/drivers/ent"
 	appmigrate "github.com/leasehold/leasehold/drivers/ent/integration/example/ent/migrate"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 )
 
 // migrationSpecs check leasehold's schema in ent's migrations on s, each on
@@ -27,6 +28,14 @@ func migrationSpecs(s server) {
 		Expect(err).NotTo(HaveOccurred())
 		return locks
 	}
+
+	It("says what is missing before any migration", func(ctx SpecContext) {
+		store, err := entstore.New(fresh())
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = store.Acquire(ctx, "k", "o", time.Minute)
+		Expect(err).To(MatchError(sqlstore.ErrNotMigrated))
+		Expect(err.Error()).To(HavePrefix("entstore: "))
+	})
 
 	It("ent's automatic migration creates all of the schema, and then has nothing to do", func(ctx SpecContext) {
 		drv := fresh()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/leasehold/leasehold/core"
 	entstore "github.com/leasehold/leasehold/drivers/ent"
 	"github.com/leasehold/leasehold/drivers/ent/integration/example/ent"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -60,6 +62,21 @@ var _ = Describe("entstore", func() {
 					}, options)
 				})
 			}
+
+			It("refuses the driver of a transaction", func(ctx SpecContext) {
+				drv := s.open(GinkgoTB(), dsn)
+				tx, err := drv.DB().BeginTx(ctx, nil)
+				Expect(err).NotTo(HaveOccurred())
+				defer tx.Rollback()
+				for _, d := range []dialect.Driver{
+					entsql.NewDriver(s.dialect, entsql.Conn{ExecQuerier: tx}),
+					dialect.Debug(entsql.NewDriver(s.dialect, entsql.Conn{ExecQuerier: tx})),
+					dialect.NopTx(drv).(dialect.Driver),
+				} {
+					_, err := entstore.New(d)
+					Expect(err).To(MatchError(sqlstore.ErrTransaction), "%T", d)
+				}
+			})
 
 			debugSpecs(s, func() string { return dsn })
 			migrationSpecs(s)
