@@ -2,8 +2,9 @@ package entstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+
+	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
@@ -14,15 +15,13 @@ import (
 // raw statements on the client's driver, and transactions of type T (the
 // generated *ent.Tx).
 type Client[T ClientTx] interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	entsql.ExecQuerier // ExecContext, QueryContext
 	Tx(ctx context.Context) (T, error)
 }
 
 // ClientTx is a transaction of a [Client]: the generated *ent.Tx.
 type ClientTx interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	entsql.ExecQuerier // ExecContext, QueryContext
 	Commit() error
 	Rollback() error
 }

@@ -61,12 +61,7 @@ func (e driverTransactor) InTx(ctx context.Context, fn func(tx sqlstore.Executor
 
 // clientExecutor runs the engine's statements through a generated ent
 // client's ExecContext and QueryContext, or those of its transaction.
-type clientExecutor struct {
-	q interface {
-		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	}
-}
+type clientExecutor struct{ q entsql.ExecQuerier }
 
 func (e clientExecutor) Exec(ctx context.Context, query string, args []any) (sql.Result, error) {
 	return e.q.ExecContext(ctx, query, args...)

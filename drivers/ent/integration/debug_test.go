@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -20,10 +21,10 @@ import (
 // statement through it: whatever reaches the driver below Debug, Debug
 // logged first, in the same order. And that a store on a client built on
 // that driver sends the same statements through it.
-func debugSpecs(s server, dsn func() string) {
+func debugSpecs(s server, shared func() *entsql.Driver) {
 	var sent []string // by New, for NewFromClient to compare
 	It("sends every statement through a dialect.Debug driver", func(ctx SpecContext) {
-		below := &recorder{Driver: s.open(GinkgoTB(), dsn()), keep: true}
+		below := &recorder{Driver: shared(), keep: true}
 		debug, logged := debugDriver(below)
 		store, err := entstore.New(debug)
 		Expect(err).NotTo(HaveOccurred())
@@ -44,7 +45,7 @@ func debugSpecs(s server, dsn func() string) {
 
 	It("sends the same statements through the client's driver from NewFromClient", func(ctx SpecContext) {
 		Expect(sent).NotTo(BeEmpty(), "the spec before this one records what New sends")
-		debug, logged := debugDriver(s.open(GinkgoTB(), dsn()))
+		debug, logged := debugDriver(shared())
 		store, err := entstore.NewFromClient(ent.NewClient(ent.Driver(debug)), s.dialect)
 		Expect(err).NotTo(HaveOccurred())
 

@@ -27,11 +27,14 @@ var _ = Describe("entstore", func() {
 	for _, s := range servers {
 		Describe(s.label, Label(s.label), Ordered, ContinueOnFailure, func() {
 			// One database per server, whose tables the application's ent
-			// migration created, leasehold's with them.
-			var dsn string
+			// migration created, leasehold's with them; one pool of 32
+			// connections, which every store of the kit shares (the kit
+			// runs its waiting cases at once, and a pool for each would
+			// exhaust the server's connections).
+			var drv *entsql.Driver
 			BeforeAll(func(ctx SpecContext) {
-				dsn = s.database(GinkgoTB())
-				Expect(migrate(ctx, s.open(GinkgoTB(), dsn))).To(Succeed())
+				drv = s.open(GinkgoTB(), s.database(GinkgoTB()))
+				Expect(migrate(ctx, drv)).To(Succeed())
 			})
 			// The kit resets the token source through the store's own
 			// ResetTokens.
@@ -39,7 +42,7 @@ var _ = Describe("entstore", func() {
 
 			Describe("New, on the application's driver", func() {
 				conformance.Specs(func(t testing.TB) core.LockStore {
-					store, err := entstore.New(s.open(t, dsn))
+					store, err := entstore.New(drv)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -47,24 +50,17 @@ var _ = Describe("entstore", func() {
 				}, options)
 			})
 
-			// NewFromClient sends the statements New sends (debugSpecs), so
-			// the kit runs on it where its transactions matter most: MySQL,
-			// whose acquire is one.
-			if s.dialect == dialect.MySQL {
-				Describe("NewFromClient, on the application's client", func() {
-					conformance.Specs(func(t testing.TB) core.LockStore {
-						client := ent.NewClient(ent.Driver(s.open(t, dsn)))
-						store, err := entstore.NewFromClient(client, s.dialect)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return store
-					}, options)
-				})
-			}
+			Describe("NewFromClient, on the application's client", func() {
+				conformance.Specs(func(t testing.TB) core.LockStore {
+					store, err := entstore.NewFromClient(ent.NewClient(ent.Driver(drv)), s.dialect)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return store
+				}, options)
+			})
 
 			It("refuses the driver of a transaction", func(ctx SpecContext) {
-				drv := s.open(GinkgoTB(), dsn)
 				tx, err := drv.DB().BeginTx(ctx, nil)
 				Expect(err).NotTo(HaveOccurred())
 				defer tx.Rollback()
@@ -78,7 +74,7 @@ var _ = Describe("entstore", func() {
 				}
 			})
 
-			debugSpecs(s, func() string { return dsn })
+			debugSpecs(s, func() *entsql.Driver { return drv })
 			migrationSpecs(s)
 		})
 	}
