@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	entstore "github.com/leasehold/leasehold/drivers/ent"
+	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // BenchmarkStore measures, per server, acquire+release and renew through
@@ -71,11 +72,7 @@ func BenchmarkStore(b *testing.B) {
 				func() error { return raw.exec(ctx, raw.renew, ttl.Milliseconds(), "bench-renew", "o") },
 			}}
 			for _, op := range ops {
-				b.Run(op.name, func(b *testing.B) {
-					b.Run("store", func(b *testing.B) { measure(b, rec, op.store) })
-					b.Run("raw", func(b *testing.B) { measure(b, rec, op.raw) })
-					b.Run("paired", func(b *testing.B) { paired(b, op.store, op.raw) })
-				})
+				b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, &rec.n, "stmts/op") })
 			}
 		})
 	}
@@ -108,38 +105,6 @@ func done(ok bool, err error) error {
 		return errors.Join(err, errNotDone)
 	}
 	return err
-}
-
-// measure reports f's time, allocations and statements per op.
-func measure(b *testing.B, rec *recorder, f func() error) {
-	b.ReportAllocs()
-	rec.n.Store(0)
-	for b.Loop() {
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(rec.n.Load())/float64(b.N), "stmts/op")
-}
-
-// paired runs store and raw in turn, each first half the time, and reports
-// their mean times and store/raw.
-func paired(b *testing.B, store, raw func() error) {
-	var took [2]time.Duration
-	f := [2]func() error{store, raw}
-	for i := 0; b.Loop(); i++ {
-		for j := range 2 {
-			k := (i + j) % 2
-			start := time.Now()
-			if err := f[k](); err != nil {
-				b.Fatal(err)
-			}
-			took[k] += time.Since(start)
-		}
-	}
-	b.ReportMetric(float64(took[0])/float64(b.N), "store-ns/op")
-	b.ReportMetric(float64(took[1])/float64(b.N), "raw-ns/op")
-	b.ReportMetric(float64(took[0])/float64(took[1]), "store/raw")
 }
 
 // rawOps sends the store's statements by hand: their text, as the store
