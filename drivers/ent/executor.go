@@ -35,17 +35,7 @@ func (e driverExecutor) Query(ctx context.Context, query string, args []any, sca
 	if rows.ColumnScanner == nil {
 		return fmt.Errorf("%T.Query returned no rows", e.eq)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows.ColumnScanner); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	// Close reports what arrived after the last row.
-	return rows.Close()
+	return sqlstore.ScanRows(rows, scan)
 }
 
 // driverTransactor begins its transactions with the driver's Tx.

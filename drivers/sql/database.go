@@ -67,11 +67,20 @@ func (e sqlExecutor) Query(ctx context.Context, query string, args []any, scan f
 	return ScanRows(rows, scan)
 }
 
+// Rows is the result of a query as database/sql and most clients return
+// it: *sql.Rows implements it, and so do ent's rows.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+	Close() error
+}
+
 // ScanRows calls scan for each of rows, then closes them, and returns the
 // first error: from scan, from the rows, or from closing them (which
 // reports what arrived after the last row). It is the Query of an
-// [Executor] over any client that returns *sql.Rows.
-func ScanRows(rows *sql.Rows, scan func(Row) error) error {
+// [Executor] over any client whose rows implement [Rows].
+func ScanRows(rows Rows, scan func(Row) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
