@@ -13,9 +13,10 @@ import (
 	"github.com/leasehold/leasehold/core/coretest"
 )
 
-// concurrencyStore counts the Renew calls in flight at once.
+// concurrencyStore counts the Renew calls in flight at once. It is a plain
+// LockStore (no batch renewal), so every renewal is a Renew call.
 type concurrencyStore struct {
-	*core.MemoryStore
+	core.LockStore
 	inFlight, peak atomic.Int64
 	gate           chan struct{} // Renew waits on it, so calls overlap
 }
@@ -30,12 +31,12 @@ func (s *concurrencyStore) Renew(ctx context.Context, key, owner string, ttl tim
 		}
 	}
 	<-s.gate
-	return s.MemoryStore.Renew(ctx, key, owner, ttl)
+	return s.LockStore.Renew(ctx, key, owner, ttl)
 }
 
 func TestRenewalBurstIsBounded(t *testing.T) {
 	clock := core.NewManualClock(t0)
-	store := &concurrencyStore{MemoryStore: core.NewMemoryStore(core.WithMemoryClock(clock)), gate: make(chan struct{})}
+	store := &concurrencyStore{LockStore: core.NewMemoryStore(core.WithMemoryClock(clock)), gate: make(chan struct{})}
 	l := coretest.NewLocks(t, store, core.WithClock(clock))
 	const n = 500
 	for i := range n {

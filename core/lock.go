@@ -330,16 +330,20 @@ func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
 // renew sends one renewal, sent at sent, and acts on the answer.
 func (lk *Lock) renew(sent, deadline time.Time) {
 	l := lk.locks
-	// The call cannot help once the deadline has passed (the deadline is
-	// enforced by the scheduler, not by this timeout, which only keeps a
-	// hung call from blocking the next renewal for long). The floor keeps
-	// a retry sent just before the deadline from timing out at once.
-	ctx, cancel := context.WithTimeout(l.sched.ctx, max(deadline.Sub(sent), time.Second))
+	ctx, cancel := renewalContext(l.sched.ctx, sent, deadline)
 	ctx, end := l.observe(ctx, Op{Type: OpRenew, Key: lk.key, Kind: lk.kind})
 	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
 	end(ok, err)
 	cancel()
+	lk.afterRenewal(sent, deadline, ok, err)
+}
 
+// afterRenewal acts on the answer to a renewal of lk sent at sent, when
+// its deadline was deadline: a confirmed renewal moves the deadline and
+// schedules the next, a refusal loses the lock, a failure retries until
+// the deadline. Single and batch renewals share it.
+func (lk *Lock) afterRenewal(sent, deadline time.Time, ok bool, err error) {
+	l := lk.locks
 	lk.mu.Lock()
 	close(lk.renewing)
 	lk.renewing = nil

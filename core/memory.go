@@ -2,15 +2,17 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// MemoryStore is a [LockStore] in this process's memory. It excludes callers
-// in this process only: two instances of a service each have their own, so it
-// is right for a single instance and for tests, and wrong for anything else.
+// MemoryStore is a [LockStore], a [Lister] and a [BatchRenewer] in this
+// process's memory. It excludes callers in this process only: two instances
+// of a service each have their own, so it is right for a single instance and
+// for tests, and wrong for anything else.
 // [New] logs that limit when it starts on one.
 type MemoryStore struct {
 	clock Clock
@@ -91,13 +93,44 @@ func (s *MemoryStore) Renew(ctx context.Context, key, owner string, ttl time.Dur
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
+	return s.renew(key, owner, ttl, s.clock.Now()), nil
+}
+
+// renew moves the expiry of owner's live lock on key. Callers hold s.mu.
+func (s *MemoryStore) renew(key, owner string, ttl time.Duration, now time.Time) bool {
 	e := s.live(key, now)
 	if e == nil || e.owner != owner {
-		return false, nil
+		return false
 	}
 	e.expiresAt = now.Add(ttl)
-	return true, nil
+	return true
+}
+
+// memoryMaxBatch bounds a batch renewal, so that one holds the store's
+// mutex for a short while only.
+const memoryMaxBatch = 1000
+
+// MaxBatch implements [BatchRenewer]: 1000 leases a call.
+func (s *MemoryStore) MaxBatch() int { return memoryMaxBatch }
+
+// RenewBatch implements [BatchRenewer], under one acquisition of the
+// store's mutex. More than [MemoryStore.MaxBatch] leases is an error
+// matching [ErrInvalidArgument].
+func (s *MemoryStore) RenewBatch(ctx context.Context, leases []Lease) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(leases) > memoryMaxBatch {
+		return nil, fmt.Errorf("%w: %d leases in one batch, more than %d", ErrInvalidArgument, len(leases), memoryMaxBatch)
+	}
+	renewed := make([]bool, len(leases))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for i, l := range leases {
+		renewed[i] = s.renew(l.Key, l.Owner, l.TTL, now)
+	}
+	return renewed, nil
 }
 
 // Release implements [LockStore]. The entry stays, owner cleared, as the

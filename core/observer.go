@@ -70,7 +70,9 @@ type OpType int
 const (
 	// OpAcquire is one Acquire call to the store: one attempt.
 	OpAcquire OpType = iota + 1
-	// OpRenew is one Renew call to the store.
+	// OpRenew is one Renew call to the store, or one lease of a
+	// RenewBatch call (see [BatchRenewer]): each lease of a batch is an
+	// OpRenew of its own, and all of them end with the call.
 	OpRenew
 	// OpRelease is one Release call to the store.
 	OpRelease

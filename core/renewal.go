@@ -20,6 +20,9 @@ type scheduler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// batch is the store as a BatchRenewer, or nil.
+	batch BatchRenewer
+
 	mu      sync.Mutex
 	locks   indexedHeap[*Lock]
 	timer   Timer
@@ -33,6 +36,7 @@ func newScheduler(l *Locks) *scheduler {
 	s.locks.less = func(a, b *Lock) bool { return a.due.Before(b.due) }
 	s.locks.index = func(lk *Lock) *int { return &lk.heapIndex }
 	s.ctx, s.cancel = context.WithCancel(l.base)
+	s.batch, _ = l.store.(BatchRenewer)
 	return s
 }
 
@@ -80,7 +84,8 @@ func (s *scheduler) arm() {
 	s.timer, s.timerAt = s.l.clock.AfterFunc(next.Sub(s.l.clock.Now()), s.fire), next
 }
 
-// fire runs every renewal that is due, and waits for them.
+// fire runs every renewal that is due, and waits for them. With a store
+// that renews in batches, locks due soon go with them (see dueSoon).
 func (s *scheduler) fire() {
 	now := s.l.clock.Now()
 	s.mu.Lock()
@@ -91,22 +96,26 @@ func (s *scheduler) fire() {
 	s.firing.Add(1)
 	defer s.firing.Done()
 	var due []*Lock
-	for s.locks.len() > 0 && !s.locks.first().due.After(now) {
+	for s.locks.len() > 0 {
+		lk := s.locks.first()
+		if lk.due.After(now) && (s.batch == nil || !dueSoon(lk, now)) {
+			break
+		}
 		due = append(due, s.locks.pop())
 	}
 	s.timer, s.timerAt = nil, time.Time{}
 	s.arm()
 	s.mu.Unlock()
 
-	type renewal struct {
-		lk       *Lock
-		deadline time.Time
-	}
 	var renewals []renewal
 	for _, lk := range due {
 		if deadline, send := lk.tick(now); send {
 			renewals = append(renewals, renewal{lk, deadline})
 		}
+	}
+	if s.batch != nil {
+		s.renewInBatches(s.batch, now, renewals)
+		return
 	}
 	parallel(len(renewals), maxConcurrentRenewals, func(i int) {
 		renewals[i].lk.renew(now, renewals[i].deadline)
@@ -143,6 +152,15 @@ func parallel(n, limit int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// renewalContext bounds a renewal sent at sent for a lock whose deadline
+// is deadline. The call cannot help once the deadline has passed (the
+// deadline is enforced by the scheduler, not by this timeout, which only
+// keeps a hung call from blocking the next renewal for long). The floor
+// keeps a retry sent just before the deadline from timing out at once.
+func renewalContext(parent context.Context, sent, deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, max(deadline.Sub(sent), time.Second))
 }
 
 // retryDelay spaces retries of a failed renewal: several fit before the
