@@ -20,6 +20,12 @@ type Dialect struct {
 	// txAcquire: acquire is the transaction ensure, lock, draw, take
 	// (MySQL), not the one statement acquire.
 	txAcquire bool
+	// maxBatch is the most leases of one RenewBatch call: one statement's
+	// worth (see batch.go).
+	maxBatch int
+	// batchHex: the batch statements read keys and owners as the hex of
+	// their bytes (MySQL), not as JSON strings.
+	batchHex bool
 }
 
 // String returns the dialect's name.
@@ -43,6 +49,14 @@ type templates struct {
 
 	// renew and release affect one row when they succeed, none otherwise.
 	renew, release string
+	// renewBatch renews the live leases of a JSON batch (see batchJSON) in
+	// one statement and returns the key and owner of each row it renewed.
+	// PostgreSQL and SQLite.
+	renewBatch string
+	// MySQL's batch transaction, see mysqlTemplates: lockBatch returns the
+	// key and owner of the live leases of a batch and locks their rows;
+	// renewLocked renews every lease of a batch of those.
+	lockBatch, renewLocked string
 	// list returns key, owner, token and microseconds left of live locks.
 	list string
 	// resetTokens sends the token source back to zero.
@@ -51,10 +65,11 @@ type templates struct {
 
 // statements are a dialect's templates rendered for one placeholder style.
 type statements struct {
-	schema, drop                      []string
-	migrateLock                       string
-	acquire, ensure, lock, draw, take stmt
-	renew, release, list, reset       stmt
+	schema, drop                       []string
+	migrateLock                        string
+	acquire, ensure, lock, draw, take  stmt
+	renew, release, list, reset        stmt
+	renewBatch, lockBatch, renewLocked stmt
 }
 
 func (t templates) render(p Placeholder) statements {
@@ -68,21 +83,22 @@ func (t templates) render(p Placeholder) statements {
 		schema: t.schema, drop: t.drop, migrateLock: t.migrateLock,
 		acquire: r(t.acquire), ensure: r(t.ensure), lock: r(t.lock), draw: r(t.draw), take: r(t.take),
 		renew: r(t.renew), release: r(t.release), list: r(t.list), reset: r(t.resetTokens),
+		renewBatch: r(t.renewBatch), lockBatch: r(t.lockBatch), renewLocked: r(t.renewLocked),
 	}
 }
 
 // Postgres is the dialect of PostgreSQL 11 and later (clock_timestamp, ON
 // CONFLICT, starts_with). Every operation is one statement.
-var Postgres = Dialect{name: "PostgreSQL", build: postgresTemplates, placeholder: Dollar}
+var Postgres = Dialect{name: "PostgreSQL", build: postgresTemplates, placeholder: Dollar, maxBatch: 1000}
 
 // MySQL is the dialect of MySQL 8 and MariaDB 10.6 and later. Renew and
 // Release are one statement; Acquire is a short transaction (see the
 // package documentation), so the handle must be able to run one.
-var MySQL = Dialect{name: "MySQL", build: mysqlTemplates, placeholder: Question, txAcquire: true}
+var MySQL = Dialect{name: "MySQL", build: mysqlTemplates, placeholder: Question, txAcquire: true, maxBatch: 1000, batchHex: true}
 
 // SQLite is the dialect of SQLite 3.35 and later (UPSERT with RETURNING).
 // Every operation is one statement.
-var SQLite = Dialect{name: "SQLite", build: sqliteTemplates, placeholder: NumberedQuestion}
+var SQLite = Dialect{name: "SQLite", build: sqliteTemplates, placeholder: NumberedQuestion, maxBatch: 1000}
 
 // DefaultTable is the name of the locks table unless [WithTable] says otherwise.
 const DefaultTable = "leasehold_locks"

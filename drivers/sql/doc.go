@@ -26,6 +26,11 @@
 //     nor a conditional ON DUPLICATE KEY UPDATE. A deadlock is retried a
 //     few times; any other failure is an error, never "not acquired".
 //
+// The Store is also a [core.BatchRenewer]: an instance holding many locks
+// renews up to 1000 of them in one statement on PostgreSQL and SQLite, and
+// in one short transaction (a locking read, then one UPDATE) on
+// MySQL/MariaDB. See [Store.RenewBatch].
+//
 // A released or expired lock keeps its row (owner NULL), so the key's next
 // token is always greater than its last one, even if the token source goes
 // back. Keys compare byte for byte: COLLATE "C" on PostgreSQL, VARBINARY on

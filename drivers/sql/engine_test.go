@@ -46,7 +46,8 @@ func TestEveryStatementRenders(t *testing.T) {
 		}
 		for _, p := range []Placeholder{Dollar, Question, NumberedQuestion} {
 			st := tm.render(p)
-			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "list": st.list, "reset": st.reset} {
+			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "list": st.list, "reset": st.reset,
+				"renewBatch": st.renewBatch, "lockBatch": st.lockBatch, "renewLocked": st.renewLocked} {
 				if strings.ContainsAny(s.sql, "{}") {
 					t.Errorf("%v %v %s: template left in %q", d, p, name, s.sql)
 				}
@@ -130,23 +131,27 @@ type sqlStateError string
 func (e sqlStateError) Error() string    { return "SQLSTATE " + string(e) }
 func (e sqlStateError) SQLState() string { return string(e) }
 
-// fakeExec answers every statement from a script, and records them.
+// fakeExec answers every statement from a script, and records them with
+// their arguments.
 type fakeExec struct {
 	stmts []string
+	args  [][]any
 	exec  func(query string) (sql.Result, error)
 	query func(query string, scan func(Row) error) error
 }
 
-func (f *fakeExec) Exec(_ context.Context, q string, _ []any) (sql.Result, error) {
+func (f *fakeExec) Exec(_ context.Context, q string, args []any) (sql.Result, error) {
 	f.stmts = append(f.stmts, q)
+	f.args = append(f.args, args)
 	if f.exec == nil {
 		return result{1, 0}, nil
 	}
 	return f.exec(q)
 }
 
-func (f *fakeExec) Query(_ context.Context, q string, _ []any, scan func(Row) error) error {
+func (f *fakeExec) Query(_ context.Context, q string, args []any, scan func(Row) error) error {
 	f.stmts = append(f.stmts, q)
+	f.args = append(f.args, args)
 	if f.query == nil {
 		return nil
 	}
@@ -176,8 +181,13 @@ func (r result) LastInsertId() (int64, error) { return r.id, nil }
 type row []any
 
 func (r row) Scan(dest ...any) error {
-	for i := range dest {
-		*dest[i].(*int64) = r[i].(int64)
+	for i, d := range dest {
+		switch d := d.(type) {
+		case *int64:
+			*d = r[i].(int64)
+		case *string:
+			*d = r[i].(string)
+		}
 	}
 	return nil
 }
@@ -196,7 +206,7 @@ func TestMySQLAcquireRetries(t *testing.T) {
 		attempts int
 	}{
 		{"deadlock then success", 2, deadlock, 0, true, false, 3},
-		{"deadlock every time", 100, deadlock, 0, false, true, acquireTxAttempts},
+		{"deadlock every time", 100, deadlock, 0, false, true, txAttempts},
 		{"other error", 1, errors.New("connection reset"), 0, false, true, 1},
 		{"held", 0, nil, 1, false, false, 1},
 	} {

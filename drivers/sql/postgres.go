@@ -39,6 +39,15 @@ WHERE l.owner IS NULL OR l.expires_at <= clock_timestamp()
 RETURNING token`,
 		renew: `UPDATE ` + t + ` SET expires_at = ` + expiry + `
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > clock_timestamp()`,
+		// A batch arrives as one JSON array of [key, owner, ttl], one
+		// parameter whatever its size and placeholder style. Each lease is
+		// checked and renewed under its row's lock, on the database's
+		// clock, and the rows renewed come back.
+		renewBatch: `UPDATE ` + t + ` AS l
+SET expires_at = clock_timestamp() + CAST(v.e->>2 AS bigint) * interval '1 millisecond'
+FROM json_array_elements(CAST(CAST({batch} AS text) AS json)) AS v(e)
+WHERE l.lock_key = v.e->>0 AND l.owner = v.e->>1 AND l.expires_at > clock_timestamp()
+RETURNING l.lock_key, l.owner`,
 		// Release keeps the row, and with it the token floor.
 		release: `UPDATE ` + t + ` SET owner = NULL
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > clock_timestamp()`,

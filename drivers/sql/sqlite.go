@@ -51,6 +51,13 @@ WHERE l.owner IS NULL OR l.expires_at <= ` + now + `
 RETURNING token`,
 		renew: `UPDATE ` + t + ` SET expires_at = ` + now + ` + {ttl}
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
+		// As on PostgreSQL, from a JSON array of [key, owner, ttl] (with
+		// SQLite's JSON functions, built in since 3.38). RETURNING may not
+		// name the FROM table, so the renewed rows give their key and owner.
+		renewBatch: `UPDATE ` + t + ` AS l SET expires_at = ` + now + ` + v.ttl
+FROM (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS o, json_extract(value, '$[2]') AS ttl FROM json_each({batch})) AS v
+WHERE l.lock_key = v.k AND l.owner = v.o AND l.expires_at > ` + now + `
+RETURNING lock_key, owner`,
 		release: `UPDATE ` + t + ` SET owner = NULL
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
 		list: `SELECT lock_key, owner, token, (expires_at - ` + now + `) * 1000 FROM ` + t + `

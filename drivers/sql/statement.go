@@ -37,8 +37,8 @@ func (p Placeholder) String() string {
 }
 
 // param names a value bound to a placeholder. Statements are written once
-// per dialect with {key}, {owner}, {ttl}, {token} and {prefix} where a value
-// goes; render turns them into the client's placeholders.
+// per dialect with {key}, {owner}, {ttl}, {token}, {prefix} and {batch}
+// where a value goes; render turns them into the client's placeholders.
 type param uint8
 
 const (
@@ -47,6 +47,7 @@ const (
 	pTTL          // ttl in whole milliseconds, int64
 	pToken        // MySQL: the token to write, or the floor to draw from
 	pPrefix       // List's key prefix
+	pBatch        // RenewBatch's leases, as one JSON text (see batchJSON)
 )
 
 var paramNames = map[string]param{
@@ -55,6 +56,7 @@ var paramNames = map[string]param{
 	"ttl":    pTTL,
 	"token":  pToken,
 	"prefix": pPrefix,
+	"batch":  pBatch,
 }
 
 // stmt is a statement rendered for one placeholder style: its SQL text and
@@ -119,6 +121,7 @@ type values struct {
 	ttlMillis  int64
 	token      int64
 	prefix     string
+	batch      string
 }
 
 // args returns the values of st's placeholders, in order.
@@ -136,6 +139,8 @@ func (st stmt) args(v values) []any {
 			args[i] = v.token
 		case pPrefix:
 			args[i] = v.prefix
+		case pBatch:
+			args[i] = v.batch
 		}
 	}
 	return args

@@ -9,10 +9,10 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// Store is a [core.LockStore] and [core.Lister] over a SQL database: the
-// SQL engine that every SQL driver of leasehold shares. Its methods are
-// safe for concurrent use, and several Stores (in one process or many, over
-// any client) may share one table.
+// Store is a [core.LockStore], a [core.Lister] and a [core.BatchRenewer]
+// over a SQL database: the SQL engine that every SQL driver of leasehold
+// shares. Its methods are safe for concurrent use, and several Stores (in
+// one process or many, over any client) may share one table.
 //
 // Errors carry one prefix, the store's name ("sqlstore" unless a driver
 // says otherwise with [WithName]); [core.Locks] adds the operation and the
@@ -29,8 +29,9 @@ type Store struct {
 }
 
 var (
-	_ core.LockStore = (*Store)(nil)
-	_ core.Lister    = (*Store)(nil)
+	_ core.LockStore    = (*Store)(nil)
+	_ core.Lister       = (*Store)(nil)
+	_ core.BatchRenewer = (*Store)(nil)
 )
 
 // Option configures a [Store].
@@ -183,28 +184,40 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	return token, ok, nil
 }
 
-// acquireTxAttempts bounds the retries of MySQL's acquire after a deadlock.
-const acquireTxAttempts = 5
+// txAttempts bounds the runs of a MySQL transaction after deadlocks.
+const txAttempts = 5
 
 // errHeld ends the acquire transaction when a live lock holds the key.
 var errHeld = errors.New("held")
 
 // acquireTx is MySQL's acquire: see mysqlTemplates for the statements and
-// why. A deadlock rolls the transaction back on the server, so it is run
-// again, a bounded number of times; any other failure is returned.
+// why.
 func (s *Store) acquireTx(ctx context.Context, v values) (int64, bool, error) {
+	var token int64
+	err := s.retryTx(ctx, func() (err error) {
+		token, err = s.acquireTxOnce(ctx, v)
+		return err
+	})
+	switch {
+	case err == nil:
+		return token, true, nil
+	case errors.Is(err, errHeld):
+		return 0, false, nil
+	}
+	return 0, false, err
+}
+
+// retryTx calls run, a transaction, and calls it again, up to txAttempts
+// times in all, while it fails with an error after which the server rolled
+// the transaction back whole (a deadlock); any other failure is returned.
+func (s *Store) retryTx(ctx context.Context, run func() error) error {
 	for attempt := 1; ; attempt++ {
-		token, err := s.acquireTxOnce(ctx, v)
-		switch {
-		case err == nil:
-			return token, true, nil
-		case errors.Is(err, errHeld):
-			return 0, false, nil
-		case attempt == acquireTxAttempts || ctx.Err() != nil || !s.retryable(err):
-			if attempt > 1 {
+		err := run()
+		if err == nil || attempt == txAttempts || ctx.Err() != nil || !s.retryable(err) {
+			if err != nil && attempt > 1 {
 				err = fmt.Errorf("attempt %d: %w", attempt, err)
 			}
-			return 0, false, err
+			return err
 		}
 	}
 }
