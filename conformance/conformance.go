@@ -165,6 +165,7 @@ type Case struct {
 var groups = []func() []Case{
 	storeCases,
 	listerCases,
+	batchCases,
 	instanceCases,
 }
 
@@ -292,7 +293,7 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		// Race cases are judged on their whole history too, once they
 		// have passed their own checks.
 		h := &history{now: e.clock}
-		e.store = recording{LockStore: store, h: h}
+		e.store = h.wrap(store)
 		defer func() {
 			if !t.Failed() {
 				h.check(ct)

@@ -16,13 +16,18 @@
 //		conformance.Specs(newStore, conformance.Options{})
 //	})
 //
-// The cases come in two groups. The "store" cases call the store directly.
+// The cases come in groups. The "store" cases call the store directly.
 // The "instances" cases run three [core.Locks] instances on the one store,
 // each on a [core.ManualClock] of its own, so that a case can pause one (its
 // clock stops, as a process stopped by a long garbage collection does) while
 // the store's own clock decides expiry; they check jobs (one instance per
 // tick, no overlapping runs, hand-over on Close and after a pause, fencing)
 // and elections (one leader, hand-over on Close and after a pause).
+//
+// Two more groups check optional interfaces when the store implements
+// them, and are skipped, saying why, when it does not: "lister"
+// ([core.Lister]) and "batch" ([core.BatchRenewer], renewal of many leases
+// in one call).
 //
 // Each case is a function of a testing.TB; [Cases] lists them, each with a
 // sentence saying which bug it catches. A failure message says what the store

@@ -49,8 +49,11 @@ func caseList() string {
 
 // storeWait says how long a waiting store case sleeps without AdvanceTime.
 func storeWait(name string) string {
-	if name == "renew-then-expire" {
+	switch name {
+	case "renew-then-expire":
 		return "TTL/2 + TTL + TTL/6"
+	case "batch-mixed-leases":
+		return "2 × (TTL/2 + TTL/6)"
 	}
 	return "TTL + TTL/6"
 }

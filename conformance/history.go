@@ -92,6 +92,48 @@ func (r recording) Release(ctx context.Context, key, owner string) (bool, error)
 	return a.ok, a.err
 }
 
+// recordingBatch is recording for a store with batch renewal: each lease
+// of a RenewBatch call is recorded as a Renew call of its own, invoked
+// before the batch was sent and returned after its answer.
+type recordingBatch struct {
+	recording
+	b core.BatchRenewer
+}
+
+func (r recordingBatch) MaxBatch() int { return r.b.MaxBatch() }
+
+func (r recordingBatch) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	h := r.h
+	from := h.now()
+	calls := make([]int64, len(leases))
+	for i := range leases {
+		calls[i] = h.seq.Add(1)
+	}
+	renewed, err := r.b.RenewBatch(ctx, leases)
+	to := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, l := range leases {
+		a := answer{ok: i < len(renewed) && renewed[i], err: err}
+		if err == nil && len(renewed) != len(leases) {
+			a.err = fmt.Errorf("%d answers for %d leases", len(renewed), len(leases))
+		}
+		c := call{op: "renew", key: l.Key, owner: l.Owner, ttl: l.TTL, from: from, to: to}
+		h.ops = append(h.ops, porcupine.Operation{Input: c, Call: calls[i], Output: a, Return: h.seq.Add(1)})
+	}
+	return renewed, err
+}
+
+// wrap returns store recording its calls into h, with batch renewal if
+// the store has it.
+func (h *history) wrap(store core.LockStore) core.LockStore {
+	r := recording{LockStore: store, h: h}
+	if b, ok := store.(core.BatchRenewer); ok {
+		return recordingBatch{r, b}
+	}
+	return r
+}
+
 // lockState is the model's view of one key.
 type lockState struct {
 	owner string // "" when no lock holds the key

@@ -170,26 +170,14 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 			e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
 			e.cleanupRelease(t, keys[i], news[i])
 		}
-		tl := e.startTimeline()
-		// Spread the calls over a window around the expiry, so that some
-		// of them straddle it, whatever the store's latency.
-		spread := func(i int) time.Duration { return ttl - ttl/4 + time.Duration(i)*(ttl/2)/time.Duration(n) }
+		r := e.startExpiryRace(ttl, n)
 		old, taken := make([]result, n), make([]result, n)
-		// With AdvanceTime, the clock moves past the expiry while the old
-		// holders' calls are in flight, and the takeovers come after it.
-		expired := make(chan struct{})
 		race(2*n+1, func(j int) {
 			switch {
 			case j == 2*n:
-				if e.opts.AdvanceTime != nil {
-					time.Sleep(time.Millisecond)
-					tl.until(ttl + ttl/10)
-				}
-				close(expired)
+				r.expire()
 			case j < n:
-				if e.opts.AdvanceTime == nil {
-					time.Sleep(time.Until(tl.start.Add(spread(j))))
-				}
+				r.waitFor(j)
 				ctx, cancel := e.ctx()
 				defer cancel()
 				if op == "renew" {
@@ -198,24 +186,7 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 					old[j].ok, old[j].err = e.store.Release(ctx, keys[j], olds[j])
 				}
 			default:
-				i := j - n
-				// In real time the new owner tries again and again, so it
-				// takes the key within a round trip of its expiry: inside
-				// the window of an old holder's call that straddles it.
-				end := tl.start.Add(spread(i) + ttl/2)
-				if e.opts.AdvanceTime == nil {
-					time.Sleep(time.Until(tl.start.Add(spread(i))))
-				} else {
-					<-expired
-				}
-				for {
-					ctx, cancel := e.ctx()
-					taken[i].token, taken[i].ok, taken[i].err = e.store.Acquire(ctx, keys[i], news[i], holdTTL)
-					cancel()
-					if taken[i].ok || taken[i].err != nil || e.opts.AdvanceTime != nil || time.Now().After(end) {
-						return
-					}
-				}
+				taken[j-n] = r.takeover(j-n, keys[j-n], news[j-n])
 			}
 		})
 		winners(t, old, "old holders' "+op+" calls around their locks' expiry")
@@ -229,6 +200,65 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 			// An old holder's Renew and the takeover both succeeding is
 			// left to the history check, which names the calls.
 			e.mustRenew(t, keys[i], news[i], holdTTL, "it took the key over, and no one else may have touched its lock since")
+		}
+	}
+}
+
+// expiryRace paces a race around the expiry of n locks of ttl, taken just
+// before it starts: the old holders' calls and the new owners' takeovers.
+type expiryRace struct {
+	e       *env
+	tl      *timeline
+	ttl     time.Duration
+	n       int
+	expired chan struct{}
+}
+
+func (e *env) startExpiryRace(ttl time.Duration, n int) *expiryRace {
+	return &expiryRace{e: e, tl: e.startTimeline(), ttl: ttl, n: n, expired: make(chan struct{})}
+}
+
+// at is when, in real time, the i-th call goes out: the calls are spread
+// over a window around the expiry, so that some of them straddle it,
+// whatever the store's latency.
+func (r *expiryRace) at(i int) time.Duration {
+	return r.ttl - r.ttl/4 + time.Duration(i)*(r.ttl/2)/time.Duration(r.n)
+}
+
+// waitFor waits, in real time, for the i-th call's turn.
+func (r *expiryRace) waitFor(i int) {
+	if r.e.opts.AdvanceTime == nil {
+		time.Sleep(time.Until(r.tl.start.Add(r.at(i))))
+	}
+}
+
+// expire, with AdvanceTime, moves the store's clock past the expiry while
+// the old holders' calls are in flight; the takeovers come after it.
+func (r *expiryRace) expire() {
+	if r.e.opts.AdvanceTime != nil {
+		time.Sleep(time.Millisecond)
+		r.tl.until(r.ttl + r.ttl/10)
+	}
+	close(r.expired)
+}
+
+// takeover has owner take key, the i-th, over. In real time it tries again
+// and again from its turn on, so it takes the key within a round trip of
+// its expiry: inside the window of an old holder's call that straddles it.
+func (r *expiryRace) takeover(i int, key, owner string) result {
+	end := r.tl.start.Add(r.at(i) + r.ttl/2)
+	if r.e.opts.AdvanceTime == nil {
+		r.waitFor(i)
+	} else {
+		<-r.expired
+	}
+	for {
+		var res result
+		ctx, cancel := r.e.ctx()
+		res.token, res.ok, res.err = r.e.store.Acquire(ctx, key, owner, holdTTL)
+		cancel()
+		if res.ok || res.err != nil || r.e.opts.AdvanceTime != nil || time.Now().After(end) {
+			return res
 		}
 	}
 }
