@@ -13,7 +13,11 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
-// Timer is a pending call scheduled with [Clock.AfterFunc].
+// Timer is a pending call scheduled with [Clock.AfterFunc]. A Timer that
+// also has a method Reset(d time.Duration) bool, which schedules the call
+// again d from now whether or not it ran (as *time.Timer's and
+// [ManualClock]'s do), is reused by [Locks] instead of a new AfterFunc each
+// time its next renewal moves.
 type Timer interface {
 	// Stop prevents the call if it has not started, reporting whether it did.
 	Stop() bool

@@ -41,7 +41,11 @@ type Lock struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// stopWatch detaches the release that runs when Acquire's ctx ends.
+	// value is the parent of ctx: Acquire's context, with the lock as a
+	// value, held here so that it costs no allocation of its own.
+	value lockValue
+	// stopWatch detaches the release that runs when Acquire's ctx ends;
+	// nil when that ctx can never end.
 	stopWatch func() bool
 
 	mu       sync.Mutex
@@ -68,6 +72,24 @@ const (
 
 type lockKey struct{}
 
+// lockValue is a context with a lock as the value of lockKey, as
+// context.WithValue would make it.
+type lockValue struct {
+	context.Context
+	lk *Lock
+}
+
+func (v *lockValue) Value(key any) any {
+	if key == (lockKey{}) {
+		return v.lk
+	}
+	return v.Context.Value(key)
+}
+
+func (v *lockValue) String() string {
+	return fmt.Sprintf("%v.WithValue(leasehold lock %q)", v.Context, v.lk.key)
+}
+
 // LockFromContext returns the lock whose context ctx is or derives from: the
 // lock of a [Locks.WithLock] callback, of a job run, or of a leadership. It
 // returns nil outside one.
@@ -78,10 +100,13 @@ func LockFromContext(ctx context.Context) *Lock {
 
 func newLock(l *Locks, parent context.Context, key, owner string, token int64, cfg acquireConfig, sent time.Time, endHold func(bool, error)) *Lock {
 	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: cfg.ttl, kind: cfg.kind, acquired: sent, endHold: endHold, deadline: holderDeadline(sent, cfg.ttl), heapIndex: -1}
-	lk.ctx, lk.cancel = context.WithCancelCause(context.WithValue(parent, lockKey{}, lk))
-	lk.stopWatch = context.AfterFunc(parent, func() {
-		_ = lk.Release(context.WithoutCancel(parent))
-	})
+	lk.value = lockValue{parent, lk}
+	lk.ctx, lk.cancel = context.WithCancelCause(&lk.value)
+	if parent.Done() != nil { // else it never ends: nothing to watch
+		lk.stopWatch = context.AfterFunc(parent, func() {
+			_ = lk.Release(context.WithoutCancel(parent))
+		})
+	}
 	return lk
 }
 
@@ -149,12 +174,18 @@ func (lk *Lock) releaseAfter(ctx context.Context, after time.Duration) error {
 	renewing := lk.renewing
 	lk.mu.Unlock()
 
-	lk.stopWatch()
+	lk.unwatch()
 	lk.cancel(ErrReleased)
 	lk.locks.forget(lk)
 	runHooks(hooks, ErrReleased)
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	// The release goes on if ctx ends meanwhile (a ctx that can never end
+	// needs no detaching), within releaseTimeout.
+	rctx := ctx
+	if ctx.Done() != nil {
+		rctx = context.WithoutCancel(ctx)
+	}
+	rctx, cancel := context.WithTimeout(rctx, releaseTimeout)
 	defer cancel()
 	op := Op{Type: OpRelease, Key: lk.key, Kind: lk.kind}
 	if after > 0 {
@@ -194,8 +225,17 @@ func (lk *Lock) releaseAfter(ctx context.Context, after time.Duration) error {
 		return lost
 	}
 	lk.endHold(true, nil)
-	lk.locks.log.Debug("leasehold: lock released", "key", lk.key, "token", lk.token)
+	if lk.locks.debug() {
+		lk.locks.log.Debug("leasehold: lock released", "key", lk.key, "token", lk.token)
+	}
 	return nil
+}
+
+// unwatch detaches the release that runs when Acquire's ctx ends.
+func (lk *Lock) unwatch() {
+	if lk.stopWatch != nil {
+		lk.stopWatch()
+	}
 }
 
 // lose marks the lock lost and tells everyone who should know.
@@ -210,7 +250,7 @@ func (lk *Lock) lose(reason LossReason) {
 	hooks := lk.takeHooksLocked()
 	lk.mu.Unlock()
 
-	lk.stopWatch()
+	lk.unwatch()
 	lk.cancel(lk.lostErr)
 	lk.locks.forget(lk)
 	lk.locks.reportLost(lk.lostErr)

@@ -27,8 +27,9 @@ type Locks struct {
 	onEvent  func(Event)
 	observer Observer // nil when none
 	ttl      time.Duration
-	instance string
-	sched    *scheduler
+	// ownerStart starts every owner id: the instance name and a slash.
+	ownerStart string
+	sched      *scheduler
 	// base is the parent of renewal and release calls; Close cancels it
 	// last, so no store call outlives the instance.
 	base       context.Context
@@ -73,15 +74,15 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 		cfg.logger.Warn("leasehold: instance name changed to fit owner ids (at most 200 bytes of UTF-8, no NUL)", "given", given, "used", cfg.instance)
 	}
 	l := &Locks{
-		store:    store,
-		clock:    cfg.clock,
-		log:      cfg.logger,
-		onEvent:  cfg.onEvent,
-		observer: cfg.observer,
-		ttl:      cfg.ttl,
-		instance: cfg.instance,
-		held:     make(map[*Lock]struct{}),
-		tokens:   make(map[string]int64),
+		store:      store,
+		clock:      cfg.clock,
+		log:        cfg.logger,
+		onEvent:    cfg.onEvent,
+		observer:   cfg.observer,
+		ttl:        cfg.ttl,
+		ownerStart: cfg.instance + "/",
+		held:       make(map[*Lock]struct{}),
+		tokens:     make(map[string]int64),
 	}
 	l.base, l.cancelBase = context.WithCancel(context.Background())
 	l.guards.init()
@@ -138,10 +139,8 @@ func (l *Locks) Store() LockStore { return l.store }
 // whole ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	cfg := acquireConfig{ttl: l.ttl, kind: KindLock}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
+	if len(opts) > 0 {
+		cfg = cfg.with(opts)
 	}
 	if err := l.check(key, cfg); err != nil {
 		return nil, err
@@ -245,7 +244,9 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	l.held[lk] = struct{}{}
 	l.mu.Unlock()
 	l.sched.schedule(lk, sent.Add(cfg.ttl/3))
-	l.log.Debug("leasehold: lock acquired", "key", key, "token", token, "owner", owner)
+	if l.debug() {
+		l.log.Debug("leasehold: lock acquired", "key", key, "token", token, "owner", owner)
+	}
 	return lk, nil
 }
 
@@ -359,9 +360,22 @@ func (l *Locks) callback(fn func()) {
 }
 
 // newOwner returns a fresh owner id: the instance name, for operators, and
-// 128 random bits, so that no other holder can guess it.
+// 130 random bits, so that no other holder can guess it (as rand.Text
+// makes them, in one allocation).
 func (l *Locks) newOwner() string {
-	return l.instance + "/" + rand.Text()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	var random [26]byte
+	_, _ = rand.Read(random[:]) // never fails
+	for i, b := range random {
+		random[i] = alphabet[b%32]
+	}
+	return l.ownerStart + string(random[:])
+}
+
+// debug reports whether debug logs are on: the fast path skips building
+// their attributes otherwise.
+func (l *Locks) debug() bool {
+	return l.log.Enabled(context.Background(), slog.LevelDebug)
 }
 
 func (l *Locks) reportLost(err *LockLostError) {

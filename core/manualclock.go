@@ -93,6 +93,23 @@ type manualTimer struct {
 	index int
 }
 
+// Reset schedules the call for d after the clock's current time, whether it
+// is pending, stopped or has run, and reports whether it was pending: a
+// Timer that [Locks] reuses, as it reuses a *time.Timer.
+func (t *manualTimer) Reset(d time.Duration) bool {
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pending := t.index >= 0
+	if pending {
+		c.timers.remove(t)
+	}
+	c.seq++
+	t.when, t.seq = c.now.Add(max(d, 0)), c.seq
+	c.timers.push(t)
+	return pending
+}
+
 func (t *manualTimer) Stop() bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()

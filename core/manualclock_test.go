@@ -114,3 +114,24 @@ func TestManualClockStop(t *testing.T) {
 	victim = c.AfterFunc(2*time.Second, func() { t.Error("timer stopped by a callback fired") })
 	c.Advance(time.Minute)
 }
+
+func TestManualClockReset(t *testing.T) {
+	c := core.NewManualClock(t0)
+	var at []time.Duration
+	tm := c.AfterFunc(time.Second, func() { at = append(at, c.Now().Sub(t0)) })
+	r := tm.(interface{ Reset(time.Duration) bool })
+	if !r.Reset(3 * time.Second) { // pending: moved
+		t.Fatal("Reset of a pending timer reported false")
+	}
+	c.Advance(5 * time.Second)
+	if r.Reset(time.Second) { // ran: scheduled again
+		t.Fatal("Reset of a timer that ran reported true")
+	}
+	c.Advance(5 * time.Second)
+	tm.Stop()
+	r.Reset(2 * time.Second) // stopped: scheduled again
+	c.Advance(5 * time.Second)
+	if want := []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second}; !slices.Equal(at, want) || c.Pending() != 0 {
+		t.Fatalf("calls at %v, %d pending; want %v, none", at, c.Pending(), want)
+	}
+}

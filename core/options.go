@@ -59,6 +59,17 @@ type acquireConfig struct {
 	kind LockKind // set by jobs and elections; KindLock otherwise
 }
 
+// with returns c with opts applied. Acquire calls it only when there are
+// options, so that its own acquireConfig stays on the stack.
+func (c acquireConfig) with(opts []AcquireOption) acquireConfig {
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
 // WithTTL sets the ttl of this lock, instead of the instance's default.
 func WithTTL(ttl time.Duration) AcquireOption { return func(c *acquireConfig) { c.ttl = ttl } }
 

@@ -23,12 +23,22 @@ type scheduler struct {
 	// batch is the store as a BatchRenewer, or nil.
 	batch BatchRenewer
 
-	mu      sync.Mutex
-	locks   indexedHeap[*Lock]
+	// fireFn is s.fire, made once: each use of a method value allocates.
+	fireFn func()
+
+	mu    sync.Mutex
+	locks indexedHeap[*Lock]
+	// timer, once made, is reused when its clock's timers can be reset
+	// (see Timer); timerAt is when it is due to fire, zero when it is not.
 	timer   Timer
 	timerAt time.Time
 	stopped bool
 	firing  sync.WaitGroup
+}
+
+// resetter is a Timer that can be scheduled again.
+type resetter interface {
+	Reset(d time.Duration) bool
 }
 
 func newScheduler(l *Locks) *scheduler {
@@ -37,6 +47,7 @@ func newScheduler(l *Locks) *scheduler {
 	s.locks.index = func(lk *Lock) *int { return &lk.heapIndex }
 	s.ctx, s.cancel = context.WithCancel(l.base)
 	s.batch, _ = l.store.(BatchRenewer)
+	s.fireFn = s.fire
 	return s
 }
 
@@ -68,20 +79,28 @@ func (s *scheduler) remove(lk *Lock) {
 // arm points the timer at the earliest due lock. Callers hold s.mu.
 func (s *scheduler) arm() {
 	if s.locks.len() == 0 || s.stopped {
-		if s.timer != nil {
+		if !s.timerAt.IsZero() {
 			s.timer.Stop()
-			s.timer, s.timerAt = nil, time.Time{}
+			s.timerAt = time.Time{}
 		}
 		return
 	}
 	next := s.locks.first().due
-	if s.timer != nil && s.timerAt.Equal(next) {
+	if s.timerAt.Equal(next) {
 		return
 	}
-	if s.timer != nil {
-		s.timer.Stop()
+	d := next.Sub(s.l.clock.Now())
+	if r, ok := s.timer.(resetter); ok {
+		// Moves a pending call, or schedules one again. A call already on
+		// its way still runs: fire then finds nothing due, and re-arms.
+		r.Reset(d)
+	} else {
+		if !s.timerAt.IsZero() {
+			s.timer.Stop()
+		}
+		s.timer = s.l.clock.AfterFunc(d, s.fireFn)
 	}
-	s.timer, s.timerAt = s.l.clock.AfterFunc(next.Sub(s.l.clock.Now()), s.fire), next
+	s.timerAt = next
 }
 
 // fire runs every renewal that is due, and waits for them. With a store
@@ -103,7 +122,9 @@ func (s *scheduler) fire() {
 		}
 		due = append(due, s.locks.pop())
 	}
-	s.timer, s.timerAt = nil, time.Time{}
+	if !s.timerAt.After(now) {
+		s.timerAt = time.Time{} // this is its call; else it was reset since
+	}
 	s.arm()
 	s.mu.Unlock()
 
