@@ -86,3 +86,19 @@ func TestFencedResourceRefusesALowerToken(t *testing.T) {
 		t.Fatalf("Read = %d, %q; want 6, \"next\"", token, value)
 	}
 }
+
+func TestHoldMany(t *testing.T) {
+	store := core.NewMemoryStore()
+	h := coretest.HoldMany(t, store, "many", 100, core.WithDefaultTTL(9*time.Second))
+	if live, err := store.List(context.Background(), "many:"); err != nil || len(live) != 100 {
+		t.Fatalf("%d live locks after HoldMany(100), %v", len(live), err)
+	}
+	// Ten periods of 3s: without the renewals each confirms, every lock
+	// would be lost after three.
+	for range 10 {
+		h.Period()
+	}
+	if n := h.Lost(); n != 0 || h.Clock.Now().Sub(time.Unix(1_700_000_000, 0)) != 30*time.Second {
+		t.Fatalf("%d of 100 locks lost after 10 periods, clock at %v", n, h.Clock.Now())
+	}
+}

@@ -2,8 +2,10 @@
 // [github.com/leasehold/leasehold/core] keep needing, so that each exists
 // once: a [core.Locks] that logs nowhere and is closed when the test ends
 // ([NewLocks]), a buffer that several goroutines may log into at once
-// ([LogBuffer]), and a resource that refuses a write whose fencing token is
-// lower than the highest it has seen ([FencedResource]).
+// ([LogBuffer]), a resource that refuses a write whose fencing token is
+// lower than the highest it has seen ([FencedResource]), and an instance
+// holding many locks on a manual clock, for benchmarks of renewal at scale
+// ([HoldMany]).
 //
 // It imports only the standard library and core, and lives in core's module,
 // so importing it adds nothing to a go.mod.
