@@ -1,0 +1,78 @@
+package rueidisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/core"
+)
+
+// MaxBatch is the most leases one RenewBatch call takes.
+const MaxBatch = 1000
+
+var _ core.BatchRenewer = (*Store)(nil)
+
+// MaxBatch implements [core.BatchRenewer].
+func (s *Store) MaxBatch() int { return MaxBatch }
+
+// RenewBatch implements [core.BatchRenewer]: the renewal script of each
+// lease, every one in a single pipeline. rueidis sends the pipeline's
+// commands to the node of each key's slot, so a batch costs one round trip
+// per node (and one more, once per node, for the scripts it has not loaded
+// yet). Each lease is checked and written atomically by its own script, as
+// by Renew. Any failed command fails the whole call: its answers are then
+// unknown.
+func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	if len(leases) > MaxBatch {
+		return nil, fmt.Errorf("rueidisstore: renew a batch of %d leases, more than MaxBatch %d: %w", len(leases), MaxBatch, core.ErrInvalidArgument)
+	}
+	renewed := make([]bool, len(leases))
+	if len(leases) == 0 {
+		return renewed, nil
+	}
+	calls := make([]scriptCall, len(leases))
+	for i, l := range leases {
+		a := s.args(l.Key, l.TTL)
+		calls[i] = scriptCall{keys: []string{a.lock, a.floor}, args: []string{l.Owner, a.ttl, a.floorTTL}}
+	}
+	for i, res := range renewScript.runMulti(ctx, s.client, calls) {
+		n, err := res.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("rueidisstore: renew a batch of %d leases (%q and others): %w", len(leases), leases[i].Key, err)
+		}
+		renewed[i] = n == 1
+	}
+	return renewed, nil
+}
+
+// scriptCall is the keys and arguments of one run of a script.
+type scriptCall struct{ keys, args []string }
+
+// runMulti runs the script once per call, in one pipeline, and sends again
+// with EVAL the runs that found the script unloaded (NOSCRIPT: nothing ran).
+func (sc script) runMulti(ctx context.Context, c rueidis.Client, calls []scriptCall) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = sc.evalsha(c, call.keys, call.args...)
+	}
+	results := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, res := range results {
+		if noScript(res.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return results
+	}
+	cmds = cmds[:0]
+	for _, i := range again {
+		cmds = append(cmds, sc.eval(c, calls[i].keys, calls[i].args...))
+	}
+	for j, res := range c.DoMulti(ctx, cmds...) {
+		results[again[j]] = res
+	}
+	return results
+}
