@@ -70,9 +70,7 @@ func electionHandoverOnClose(t testing.TB, e *env) {
 		closedAt[nd] = nd.clock.Now()
 	}
 	start := c.now()
-	for len(c.leaders(others...)) == 0 && c.now()-start < c.ttl {
-		c.elapse(c.step)
-	}
+	c.awaitNewLeader(others, start, c.ttl)
 	l := c.leaders(others...)
 	if len(l) != 1 {
 		t.Fatalf("%v after i0 closed, leaders among i1 and i2: %s (%s); exactly one must lead from its next campaign on, within ttl/3", c.now()-start, names(l), c.describeElection())
@@ -114,9 +112,7 @@ func electionHandoverAfterPause(t testing.TB, e *env) {
 	// store's (see clockAt); goneCheck adds the kit's margin past the
 	// expiry.
 	limit := goneCheck(c.ttl) + c.ttl/3
-	for len(c.leaders(others...)) == 0 && c.now()-start < 2*c.ttl {
-		c.elapse(c.step)
-	}
+	c.awaitNewLeader(others, start, 2*c.ttl)
 	l := c.leaders(others...)
 	if len(l) != 1 {
 		t.Fatalf("%v after the leader i0 paused, leaders among i1 and i2: %s (%s); the paused leader's lease must expire on the store's clock ttl after its last renewal, and then exactly one candidate must take it at its next campaign", c.now()-start, names(l), c.describeElection())
@@ -148,6 +144,16 @@ func electionHandoverAfterPause(t testing.TB, e *env) {
 	}
 	if l := c.leaders(); len(l) != 1 || l[0] != next || c.acquisitions() != 2 {
 		t.Fatalf("after i0 resumed, leaders: %s (%s); %s must lead alone", names(l), c.describeElection(), next.name)
+	}
+}
+
+// awaitNewLeader lets time pass until one of others leads and its
+// OnAcquired has been called, or until limit after start. Leader() turns
+// true before OnAcquired is called, on the goroutine that campaigned: in
+// real time the case must wait for both.
+func (c *cluster) awaitNewLeader(others []*node, start, limit time.Duration) {
+	for (len(c.leaders(others...)) == 0 || c.acquisitions() < 2) && c.now()-start < limit {
+		c.elapse(c.step)
 	}
 }
 
