@@ -13,10 +13,13 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// flawed is an in-memory LockStore that is correct until one of its flaw
-// fields is set; each flaw breaks one rule of the contract the way a real
-// store could. With no flaw set it must pass every case (TestFlawlessPasses),
-// which shows the failures below come from the flaws.
+// flawed is an in-memory store, the server, that is correct until one of
+// its flaw fields is set; each flaw breaks one rule of the contract the way
+// a real store could. The kit calls it through clients (client), one per
+// store the kit asks for, as a driver's users call a server through client
+// values; the flaws that live in a driver's client keep their state there.
+// With no flaw set it must pass every case (TestFlawlessPasses), which
+// shows the failures below come from the flaws.
 type flawed struct {
 	clock core.Clock
 
@@ -48,6 +51,9 @@ type flawed struct {
 	falseOnCancel       bool                // a cancelled context gets false, nil
 	ignoreCancel        bool                // a cancelled context is ignored
 
+	// Flaws of the client.
+	clientTokens bool // tokens count in the client value that draws them, not in the server
+
 	mu      sync.Mutex
 	next    int64
 	entries map[string]*entry
@@ -63,6 +69,32 @@ func newFlawed(clock core.Clock, configure func(*flawed)) *flawed {
 	s := &flawed{clock: clock, entries: map[string]*entry{}}
 	configure(s)
 	return s
+}
+
+// client is a client of a flawed server: a store value, as newStore
+// returns one per call.
+type client struct {
+	s    *flawed
+	next int64 // with clientTokens: the last token this client drew; under s.mu
+}
+
+// client returns a new client of s.
+func (s *flawed) client() *client { return &client{s: s} }
+
+// newStore returns a newStore function for the kit: a new client of s on
+// every call.
+func (s *flawed) newStore(testing.TB) core.LockStore { return s.client() }
+
+func (c *client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	return c.s.acquire(ctx, c, key, owner, ttl)
+}
+
+func (c *client) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return c.s.renew(ctx, key, owner, ttl)
+}
+
+func (c *client) Release(ctx context.Context, key, owner string) (bool, error) {
+	return c.s.release(ctx, key, owner)
 }
 
 func (s *flawed) now() time.Time {
@@ -152,7 +184,7 @@ func (s *flawed) live(k string, now time.Time) *entry {
 	return e
 }
 
-func (s *flawed) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+func (s *flawed) acquire(ctx context.Context, c *client, key, owner string, ttl time.Duration) (int64, bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return 0, false, err
 	}
@@ -187,6 +219,9 @@ func (s *flawed) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 		token = e.token
 	case s.perKeyCounter:
 		token = e.token + 1
+	case s.clientTokens:
+		c.next++
+		token = c.next
 	case s.noFloor:
 		s.next++
 		token = s.next
@@ -233,7 +268,7 @@ func (s *flawed) checkThenWrite(key, owner string, write func(e *entry, now time
 	return true
 }
 
-func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return false, err
 	}
@@ -273,7 +308,7 @@ func (s *flawed) Renew(ctx context.Context, key, owner string, ttl time.Duration
 	return renewed, nil
 }
 
-func (s *flawed) Release(ctx context.Context, key, owner string) (bool, error) {
+func (s *flawed) release(ctx context.Context, key, owner string) (bool, error) {
 	if done, err := s.cancelled(ctx); done {
 		return false, err
 	}
@@ -419,6 +454,11 @@ var brokenStores = []struct {
 		"expired-lock-old-owner", nil, []string{"race-renew-release-takeover"}},
 	{"per-key token counter that restarts when Release deletes the record", func(s *flawed) { s.perKeyCounter = true },
 		"tokens-grow", []string{"race-rounds", "race-renew-release-takeover", "token-floor-after-reset", "jobs-handover-on-close", "election-handover-on-close"}, nil},
+	// Tokens drawn in the client grow as long as one client draws them
+	// all: the kit catches it because each racing caller and each instance
+	// calls through a client of its own.
+	{"tokens counted in the client", func(s *flawed) { s.clientTokens = true },
+		"race-rounds", []string{"race-takeover-expired-key", "jobs-fencing", "jobs-handover-on-close", "election-handover-on-close", "election-handover-after-pause"}, nil},
 	{"takeover of an expired lock keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true },
 		"tokens-grow", []string{"expiry-frees-key", "race-takeover-expired-key", "jobs-fencing", "election-handover-after-pause"}, []string{"race-renew-release-takeover"}},
 	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
@@ -455,16 +495,21 @@ var brokenStores = []struct {
 		"cancelled-context", nil, nil},
 }
 
-// runAll runs every case against store on a manual clock and returns the
-// outcome of each by name.
-func runAll(t *testing.T, store core.LockStore, clock *core.ManualClock, reset func(context.Context) error) map[string]outcome {
+// runAll runs every case against the stores of newStore on a manual clock
+// and returns the outcome of each by name.
+func runAll(t *testing.T, newStore func(testing.TB) core.LockStore, clock *core.ManualClock, reset func(context.Context) error) map[string]outcome {
 	t.Helper()
 	opts := Options{AdvanceTime: clock.Advance, ResetTokens: reset}
 	out := map[string]outcome{}
 	for _, c := range Cases() {
-		out[c.Name] = runRecorded(t, c, func(testing.TB) core.LockStore { return store }, opts)
+		out[c.Name] = runRecorded(t, c, newStore, opts)
 	}
 	return out
+}
+
+// shared returns a newStore function that returns store on every call.
+func shared(store core.LockStore) func(testing.TB) core.LockStore {
+	return func(testing.TB) core.LockStore { return store }
 }
 
 func TestBrokenStoresFailTheirCase(t *testing.T) {
@@ -473,24 +518,24 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 			t.Parallel()
 			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
 			store := newFlawed(clock, b.flaw)
-			checkCatches(t, store, clock, store.resetTokens, b.catcher, b.also, b.unsure)
+			checkCatches(t, store.newStore, clock, store.resetTokens, b.catcher, b.also, b.unsure)
 		})
 	}
 }
 
-// checkCatches runs every case against store on clock and checks that
-// catcher and the cases in also fail, each with its usual fix, and that
-// every other case passes, except those in unsure and the race cases,
-// which may catch a flaw they do not target depending on how the
+// checkCatches runs every case against the stores of newStore on clock and
+// checks that catcher and the cases in also fail, each with its usual fix,
+// and that every other case passes, except those in unsure and the race
+// cases, which may catch a flaw they do not target depending on how the
 // goroutines interleave.
-func checkCatches(t *testing.T, store core.LockStore, clock *core.ManualClock, reset func(context.Context) error, catcher string, also, unsure []string) {
+func checkCatches(t *testing.T, newStore func(testing.TB) core.LockStore, clock *core.ManualClock, reset func(context.Context) error, catcher string, also, unsure []string) {
 	t.Helper()
 	for _, name := range append(append([]string{catcher}, also...), unsure...) {
 		if _, ok := caseNamed(name); !ok {
 			t.Fatalf("no case is named %q", name)
 		}
 	}
-	got := runAll(t, store, clock, reset)
+	got := runAll(t, newStore, clock, reset)
 	want := append([]string{catcher}, also...)
 	for _, c := range Cases() {
 		o := got[c.Name]
@@ -517,7 +562,7 @@ func checkCatches(t *testing.T, store core.LockStore, clock *core.ManualClock, r
 func TestFlawlessPasses(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
 	flawless := newFlawed(clock, func(*flawed) {})
-	for name, o := range runAll(t, flawless, clock, flawless.resetTokens) {
+	for name, o := range runAll(t, flawless.newStore, clock, flawless.resetTokens) {
 		if c, _ := caseNamed(name); (c.Group == "lister" || c.Group == "batch") && o.skipped && !o.failed {
 			continue // the flawed store has no List nor RenewBatch; MemoryStore runs these
 		}
@@ -527,7 +572,7 @@ func TestFlawlessPasses(t *testing.T) {
 	}
 	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
 	reset := mem.ResetTokens
-	for name, o := range runAll(t, mem, clock, reset) {
+	for name, o := range runAll(t, shared(mem), clock, reset) {
 		if o.failed || o.skipped {
 			t.Errorf("memory store: case %s: %v", name, o)
 		}
@@ -578,7 +623,7 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 					t.Fatalf("no case is named %q", b.catcher)
 				}
 				store := newFlawed(core.SystemClock(), b.flaw)
-				o := runRecorded(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 300 * time.Millisecond})
+				o := runRecorded(t, c, store.newStore, Options{TTL: 300 * time.Millisecond})
 				if !o.failed {
 					t.Errorf("case %s did not fail on this store in real time (%v)", c.Name, o)
 				}
@@ -649,7 +694,7 @@ func TestBrokenListersFail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
 			mem := core.NewMemoryStore(core.WithMemoryClock(clock))
-			got := runAll(t, brokenLister{mem, tc.list(mem)}, clock, mem.ResetTokens)
+			got := runAll(t, shared(brokenLister{mem, tc.list(mem)}), clock, mem.ResetTokens)
 			if o := got["list-by-prefix"]; !o.failed {
 				t.Errorf("list-by-prefix did not fail: %v", o)
 			}

@@ -29,9 +29,10 @@ const (
 // its token source runs everything except the token-floor case.
 type Options struct {
 	// Callers is how many goroutines each race case releases at once against
-	// one key. Default [DefaultCallers] (16); at least 2. On a store behind a
-	// connection pool, a pool at least this large makes the calls truly
-	// overlap.
+	// one key, each calling through a store of its own from newStore.
+	// Default [DefaultCallers] (16); at least 2. The stores of a case must
+	// let that many calls overlap on the server: stores that share one
+	// connection pool need a pool at least this large.
 	Callers int
 
 	// TTL is the lock ttl of the cases that test expiry. Those cases check
@@ -180,15 +181,30 @@ func Cases() []Case {
 }
 
 // Run runs every case of the kit against the stores newStore returns, each
-// as a subtest of t named after the case. newStore is called once per case,
-// with that case's testing.TB, so it can register cleanups or fail the case
-// when the store cannot be reached; it may return the same store every time,
-// since each case uses its own random keys. A driver's test file needs one
+// as a subtest of t named after the case. A driver's test file needs one
 // test that calls it:
 //
 //	func TestConformance(t *testing.T) {
 //		conformance.Run(t, func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
 //	}
+//
+// newStore is called on the case's goroutine, with the case's testing.TB,
+// so it can register cleanups or fail the case when the store cannot be
+// reached: once when the case starts, then again for each racing caller of
+// the race cases (up to [Options.Callers]) and for each core.Locks
+// instance of the instance cases, which call through stores of their own,
+// as the instances of a service each call through a client of their own.
+// So that a driver's client-side state (a cache, a counter, a
+// connection's session) is exercised as in production, newStore should
+// return a new store value on a new client each time where it can, over
+// data shared by the whole case: the same database, server or file,
+// created once (each case uses random keys of its own, so every case may
+// share it too). Where a client is a connection pool and the server limits
+// connections (PostgreSQL's default max_connections is 100, MySQL's 151),
+// return a new store value over one pool of at least Options.Callers
+// connections instead: the kit may hold about a hundred stores at once.
+// Returning the same store every time also works, but leaves client-side
+// state untested.
 //
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
@@ -234,11 +250,14 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 //		conformance.Specs(func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
 //	})
 //
-// Each spec uses [ginkgo.GinkgoTB] as its testing.TB. Without
-// opts.AdvanceTime, the cases marked [Case.Waits] sleep in real time, so, as
-// under [Run], they run concurrently: the first of their specs starts all of
-// them, in goroutines, and each of their specs reports its own case's
-// outcome when it ends. Their newStore receives a testing.TB that records
+// newStore is called as under [Run]: for each case, again for each racing
+// caller and instance, and should return a new store value on a new client
+// each time where it can, over a database created once for the container
+// (in a BeforeAll, say). Each spec uses [ginkgo.GinkgoTB] as its
+// testing.TB. Without opts.AdvanceTime, the cases marked [Case.Waits] sleep
+// in real time, so, as under [Run], they run concurrently: the first of
+// their specs starts all of them, in goroutines, and each of their specs
+// reports its own case's outcome when it ends. Their newStore receives a testing.TB that records
 // failures and cleanups for the case (its other methods are those of the
 // spec that started them). The whole kit then takes about 1.7 × TTL beyond
 // the time of its calls, as under Run.
@@ -280,26 +299,35 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	if newStore == nil {
 		t.Fatal("conformance: newStore is nil")
 	}
-	store := newStore(t)
-	if store == nil {
-		t.Fatal("conformance: newStore returned a nil store")
-	}
-	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
-		o.ResetTokens = r.ResetTokens
-	}
 	ct := &caseTB{TB: t, fix: c.Fix}
-	e := newEnv(store, o, c.Name)
+	e := newEnv(o, c.Name)
+	wrap := func(s core.LockStore) core.LockStore { return s }
 	if c.Concurrent {
 		// Race cases are judged on their whole history too, once they
-		// have passed their own checks.
+		// have passed their own checks: the calls through every store of
+		// the case.
 		h := &history{now: e.clock}
-		e.store = h.wrap(store)
+		wrap = h.wrap
 		defer func() {
 			if !t.Failed() {
 				h.check(ct)
 			}
 		}()
 	}
+	open := func() core.LockStore {
+		s := newStore(t)
+		if s == nil {
+			t.Fatal("conformance: newStore returned a nil store")
+		}
+		return s
+	}
+	store := open()
+	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
+		o.ResetTokens = r.ResetTokens
+		e.opts = o
+	}
+	e.store = wrap(store)
+	e.open = func() core.LockStore { return wrap(open()) }
 	c.run(ct, e)
 }
 

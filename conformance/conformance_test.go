@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,17 +62,41 @@ func TestMemoryStoreRealTime(t *testing.T) {
 	noLocksLeft(t, store)
 }
 
-// TestMemoryStoreOnePerCase gives every case a store of its own, as a driver
-// that opens a connection per test would. Options.ResetTokens is nil, so
-// the floor case finds the store's own ResetTokens method: nothing skips.
+// TestMemoryStoreOnePerCase gives every case a memory store of its own,
+// as a driver that opens a database per test would, and every call of
+// newStore for the case a new store value over it, as a driver that opens
+// a new client each time would. Options.ResetTokens is nil, so the floor
+// case finds the store's own ResetTokens method: nothing skips. newStore
+// is called again for each racing caller and each instance.
 func TestMemoryStoreOnePerCase(t *testing.T) {
 	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
-	skipped := map[string]bool{}
+	const callers = 4
+	var (
+		mu      sync.Mutex
+		skipped = map[string]bool{}
+		data    = map[string]*core.MemoryStore{} // by case
+		opened  = map[string]int{}               // newStore calls by case
+		used    = map[string]map[*client]bool{}  // by case: the store values that took an Acquire
+	)
 	t.Run("kit", func(t *testing.T) {
 		conformance.Run(t, func(t testing.TB) core.LockStore {
-			t.Cleanup(func() { skipped[t.Name()] = t.Skipped() })
-			return core.NewMemoryStore(core.WithMemoryClock(clock))
-		}, conformance.Options{AdvanceTime: clock.Advance, Callers: 4})
+			mu.Lock()
+			defer mu.Unlock()
+			name := t.Name()
+			if data[name] == nil {
+				data[name] = core.NewMemoryStore(core.WithMemoryClock(clock))
+				used[name] = map[*client]bool{}
+				t.Cleanup(func() { skipped[name] = t.Skipped() })
+			}
+			opened[name]++
+			c := &client{MemoryStore: data[name]}
+			c.acquired = func() {
+				mu.Lock()
+				defer mu.Unlock()
+				used[name][c] = true
+			}
+			return c
+		}, conformance.Options{AdvanceTime: clock.Advance, Callers: callers})
 	})
 	for name, s := range skipped {
 		if s {
@@ -81,6 +106,33 @@ func TestMemoryStoreOnePerCase(t *testing.T) {
 	if len(skipped) != len(conformance.Cases()) {
 		t.Errorf("newStore was called for %d cases, want %d", len(skipped), len(conformance.Cases()))
 	}
+	for _, c := range conformance.Cases() {
+		name := "TestMemoryStoreOnePerCase/kit/" + c.Name
+		calls, through := 1, 1 // newStore calls, stores that took an Acquire
+		switch {
+		case c.Name == "race-takeover-expired-key":
+			calls, through = 1+3, 1+3 // three rounds, each racer on the next caller
+		case c.Concurrent:
+			calls, through = 1+callers, callers // the case's store, and one per racing caller
+		case c.Group == "instances":
+			calls, through = 3, 3 // one per instance
+		}
+		if opened[name] < calls || len(used[name]) < through {
+			t.Errorf("case %s: newStore called %d times, %d stores acquired through; want at least %d and %d", c.Name, opened[name], len(used[name]), calls, through)
+		}
+	}
+}
+
+// client is a store value of the memory store of a case, as a driver's
+// newStore returns a new client of one database.
+type client struct {
+	*core.MemoryStore
+	acquired func()
+}
+
+func (c *client) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	c.acquired()
+	return c.MemoryStore.Acquire(ctx, key, owner, ttl)
 }
 
 func TestCasesAreDescribed(t *testing.T) {

@@ -16,20 +16,66 @@ import (
 // that no store, however slow, lets them expire while the case runs.
 const holdTTL = time.Minute
 
-// env is what a case works with: the store, the options with their defaults
-// filled, and helpers that call the store and report failures. Its helpers
-// call t only from the case's own goroutine.
+// env is what a case works with: the stores, the options with their
+// defaults filled, and helpers that call the stores and report failures.
+// Its helpers call t only from the case's own goroutine.
+//
+// A case's calls go through store, the first store newStore returned for
+// it, except those of owners bound to a store of their own (see racers): a
+// racing caller, like an instance of a service, calls through a store
+// value, and so a client, of its own.
 type env struct {
 	store core.LockStore
-	opts  Options
-	name  string // the case's name, part of every key
+	// open returns another store from newStore, over the same data. Call
+	// it from the case's goroutine only: newStore may call t.
+	open func() core.LockStore
+	opts Options
+	name string // the case's name, part of every key
 
 	start time.Time    // when the case started
 	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
+
+	mu      sync.Mutex
+	callers []core.LockStore          // stores opened for racing callers, reused by later races
+	stores  map[string]core.LockStore // owner → the store its calls go through, if not store
 }
 
-func newEnv(store core.LockStore, opts Options, name string) *env {
-	return &env{store: store, opts: opts, name: name, start: time.Now()}
+func newEnv(opts Options, name string) *env {
+	return &env{opts: opts, name: name, start: time.Now(), stores: map[string]core.LockStore{}}
+}
+
+// storeOf returns the store that owner's calls go through.
+func (e *env) storeOf(owner string) core.LockStore {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.stores[owner]; ok {
+		return s
+	}
+	return e.store
+}
+
+// racers returns n fresh owners, each bound to a store of the case's
+// racing callers: owner i to caller (i + shift) mod Options.Callers. The
+// callers' stores are opened (from newStore) the first time a race needs
+// them and reused by the case's later races, so that a driver's client-side
+// state (a cache, a counter, a session) is exercised as the instances of a
+// service exercise it, and the winners of successive rounds come from
+// different clients.
+func (e *env) racers(label string, n, shift int) []string {
+	owners := e.owners(label, n)
+	want := min(n, e.opts.Callers)
+	for len(e.callers) < want {
+		s := e.open()
+		e.mu.Lock()
+		e.callers = append(e.callers, s)
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, o := range owners {
+		e.stores[o] = e.callers[(i+shift)%len(e.callers)]
+	}
+	return owners
 }
 
 // clock returns the time on the store's clock since the case started: how
@@ -70,7 +116,7 @@ func (e *env) acquire(t testing.TB, key, owner string, ttl time.Duration) (int64
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	token, ok, err := e.store.Acquire(ctx, key, owner, ttl)
+	token, ok, err := e.storeOf(owner).Acquire(ctx, key, owner, ttl)
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Acquire(%s, %q, %v)", show(key), owner, ttl), err)
 	}
@@ -82,7 +128,7 @@ func (e *env) renew(t testing.TB, key, owner string, ttl time.Duration) bool {
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ok, err := e.store.Renew(ctx, key, owner, ttl)
+	ok, err := e.storeOf(owner).Renew(ctx, key, owner, ttl)
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Renew(%s, %q, %v)", show(key), owner, ttl), err)
 	}
@@ -94,7 +140,7 @@ func (e *env) release(t testing.TB, key, owner string) bool {
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ok, err := e.store.Release(ctx, key, owner)
+	ok, err := e.storeOf(owner).Release(ctx, key, owner)
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Release(%s, %q)", show(key), owner), err)
 	}
@@ -159,7 +205,7 @@ func (e *env) cleanupRelease(t testing.TB, key, owner string) {
 	t.Cleanup(func() {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, _ = e.store.Release(ctx, key, owner)
+		_, _ = e.storeOf(owner).Release(ctx, key, owner)
 	})
 }
 
@@ -246,7 +292,7 @@ func (e *env) raceAcquire(key string, owners []string, ttl time.Duration) []resu
 	race(len(owners), func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res[i].token, res[i].ok, res[i].err = e.store.Acquire(ctx, key, owners[i], ttl)
+		res[i].token, res[i].ok, res[i].err = e.storeOf(owners[i]).Acquire(ctx, key, owners[i], ttl)
 	})
 	return res
 }

@@ -102,13 +102,20 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	for i := range n {
+		// Each instance calls through a store of its own, as the
+		// processes of a service each have a client: i0 through the
+		// case's first store, the others through new ones.
+		store := e.store
+		if i > 0 {
+			store = e.open()
+		}
 		nd := &node{
 			name:   fmt.Sprintf("i%d", i),
 			c:      c,
 			clock:  core.NewManualClock(c.start),
 			synced: c.start,
 		}
-		l, err := core.New(e.store,
+		l, err := core.New(store,
 			core.WithClock(nd.clock),
 			core.WithLogger(quiet),
 			core.WithEventHandler(nd.handle),

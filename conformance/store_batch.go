@@ -215,7 +215,9 @@ func raceBatchTakeover(t testing.TB, e *env) {
 	n := e.opts.Callers
 	batches := min(4, n)
 	for range 2 {
-		keys, olds, news := make([]string, n), e.owners("old", n), e.owners("new", n)
+		// The new owners call through the racing callers' stores, as
+		// other instances would.
+		keys, olds, news := make([]string, n), e.owners("old", n), e.racers("new", n, 0)
 		for i := range keys {
 			keys[i] = e.key()
 			e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")

@@ -51,10 +51,12 @@ func raceCases() []Case {
 }
 
 // oneWinner races the callers on key and requires exactly one to acquire.
-// It returns the winner's owner and token; what describes the key.
-func (e *env) oneWinner(t testing.TB, key string, what string) (string, int64) {
+// It returns the winner's owner and token; what describes the key. Racer i
+// calls through caller (i + round)'s store: whichever racer the scheduler
+// favours, the winners of successive rounds call through different stores.
+func (e *env) oneWinner(t testing.TB, key string, round int, what string) (string, int64) {
 	t.Helper()
-	owners := e.owners("racer", e.opts.Callers)
+	owners := e.racers("racer", e.opts.Callers, round)
 	res := e.raceAcquire(key, owners, holdTTL)
 	for i, r := range res {
 		if r.ok && r.err == nil {
@@ -75,7 +77,7 @@ func (e *env) oneWinner(t testing.TB, key string, what string) (string, int64) {
 func raceAcquireFreeKey(t testing.TB, e *env) {
 	for round := range 4 {
 		key := e.key()
-		owner, _ := e.oneWinner(t, key, fmt.Sprintf("a free key, round %d", round+1))
+		owner, _ := e.oneWinner(t, key, round, fmt.Sprintf("a free key, round %d", round+1))
 		e.mustBeHeld(t, key, "the race's winner holds it")
 		e.mustRelease(t, key, owner, "it won the race")
 	}
@@ -91,7 +93,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 	tl := e.startTimeline()
 	tl.until(goneCheck(ttl))
 	for i, k := range keys {
-		owner, token := e.oneWinner(t, k, fmt.Sprintf("a key whose lock expired, round %d", i+1))
+		owner, token := e.oneWinner(t, k, i, fmt.Sprintf("a key whose lock expired, round %d", i+1))
 		if token <= first[i] {
 			t.Fatalf("the winner of the takeover of %s got token %d, not greater than the expired lock's %d; the contract requires tokens that grow across expiries", show(k), token, first[i])
 		}
@@ -105,7 +107,7 @@ func raceRounds(t testing.TB, e *env) {
 	key := e.key()
 	var last int64
 	for round := range rounds {
-		owner, token := e.oneWinner(t, key, fmt.Sprintf("round %d of %d on one key", round+1, rounds))
+		owner, token := e.oneWinner(t, key, round, fmt.Sprintf("round %d of %d on one key", round+1, rounds))
 		if round > 0 && token <= last {
 			t.Fatalf("the winner of round %d on %s got token %d, not greater than the previous round's %d; the contract requires tokens that grow across releases", round+1, show(key), token, last)
 		}
@@ -121,12 +123,12 @@ func raceDistinctKeys(t testing.TB, e *env) {
 	for i := range keys {
 		keys[i] = e.key()
 	}
-	owners := e.owners("K", n)
+	owners := e.racers("K", n, 0)
 	res := make([]result, n)
 	race(n, func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res[i].token, res[i].ok, res[i].err = e.store.Acquire(ctx, keys[i], owners[i], holdTTL)
+		res[i].token, res[i].ok, res[i].err = e.storeOf(owners[i]).Acquire(ctx, keys[i], owners[i], holdTTL)
 	})
 	for i, r := range res {
 		if r.ok && r.err == nil {
@@ -146,7 +148,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 	race(n, func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		released[i].ok, released[i].err = e.store.Release(ctx, keys[i], owners[i])
+		released[i].ok, released[i].err = e.storeOf(owners[i]).Release(ctx, keys[i], owners[i])
 	})
 	if won := winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
 		t.Fatalf("only %d of %d concurrent Release calls by the holders of distinct keys returned true; the contract requires all: each owner holds a live lock on its own key", len(won), n)
@@ -164,7 +166,9 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
 	for _, op := range []string{"renew", "release", "renew", "release"} {
 		n := e.opts.Callers
-		keys, olds, news := make([]string, n), e.owners("old", n), e.owners("new", n)
+		// Each old holder and the new owner of its key call through
+		// different callers' stores, as two instances would.
+		keys, olds, news := make([]string, n), e.racers("old", n, 0), e.racers("new", n, 1)
 		for i := range keys {
 			keys[i] = e.key()
 			e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
@@ -181,9 +185,9 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 				ctx, cancel := e.ctx()
 				defer cancel()
 				if op == "renew" {
-					old[j].ok, old[j].err = e.store.Renew(ctx, keys[j], olds[j], holdTTL)
+					old[j].ok, old[j].err = e.storeOf(olds[j]).Renew(ctx, keys[j], olds[j], holdTTL)
 				} else {
-					old[j].ok, old[j].err = e.store.Release(ctx, keys[j], olds[j])
+					old[j].ok, old[j].err = e.storeOf(olds[j]).Release(ctx, keys[j], olds[j])
 				}
 			default:
 				taken[j-n] = r.takeover(j-n, keys[j-n], news[j-n])
@@ -255,7 +259,7 @@ func (r *expiryRace) takeover(i int, key, owner string) result {
 	for {
 		var res result
 		ctx, cancel := r.e.ctx()
-		res.token, res.ok, res.err = r.e.store.Acquire(ctx, key, owner, holdTTL)
+		res.token, res.ok, res.err = r.e.storeOf(owner).Acquire(ctx, key, owner, holdTTL)
 		cancel()
 		if res.ok || res.err != nil || r.e.opts.AdvanceTime != nil || time.Now().After(end) {
 			return res
