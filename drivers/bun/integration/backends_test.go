@@ -44,6 +44,9 @@ type backend struct {
 	// open opens a pool of poolSize connections to dsn through bun, closed
 	// when t ends.
 	open func(t testing.TB, dsn string) *bun.DB
+	// bunDialect returns a new bun dialect of the backend: bun.NewDB
+	// initialises the dialect it is given, so a dialect is never shared.
+	bunDialect func() schema.Dialect
 	// reference opens dsn through database/sql with bound arguments, which
 	// bun's formatting does not touch: the store the keys are checked
 	// against.
@@ -69,6 +72,7 @@ var backends = []backend{
 			c := pgdriver.NewConnector(pgdriver.WithDSN(dsn), pgdriver.WithConnParams(map[string]any{"synchronous_commit": "off"}))
 			return bunDB(t, sql.OpenDB(c), pgdialect.New())
 		},
+		bunDialect:  func() schema.Dialect { return pgdialect.New() },
 		reference:   openPgx,
 		hookLiteral: `E'hook'`,
 	},
@@ -81,7 +85,8 @@ var backends = []backend{
 		benchOpen: func(t testing.TB, dsn string) *bun.DB {
 			return bunDB(t, pgxWith(t, dsn, "synchronous_commit", "off"), pgdialect.New())
 		},
-		reference: openPgx,
+		bunDialect: func() schema.Dialect { return pgdialect.New() },
+		reference:  openPgx,
 		// pgdriver refuses to connect with standard_conforming_strings off;
 		// pgx does not.
 		hostile: func(t testing.TB, dsn string) *bun.DB {
@@ -98,7 +103,8 @@ var backends = []backend{
 		benchOpen: func(t testing.TB, dsn string) *bun.DB {
 			return bunDB(t, sqlDB(t, "mysql", dsn), mysqldialect.New())
 		},
-		reference: func(t testing.TB, dsn string) *sql.DB { return sqlDB(t, "mysql", dsn) },
+		bunDialect: func() schema.Dialect { return mysqldialect.New() },
+		reference:  func(t testing.TB, dsn string) *sql.DB { return sqlDB(t, "mysql", dsn) },
 		hostile: func(t testing.TB, dsn string) *bun.DB {
 			cfg, err := mysql.ParseDSN(dsn)
 			if err != nil {
@@ -128,6 +134,7 @@ var backends = []backend{
 		benchOpen: func(t testing.TB, dsn string) *bun.DB {
 			return bunDB(t, sqlDB(t, "sqlite", dsn+"&_pragma=synchronous(OFF)"), sqlitedialect.New())
 		},
+		bunDialect:  func() schema.Dialect { return sqlitedialect.New() },
 		reference:   func(t testing.TB, dsn string) *sql.DB { return sqlDB(t, "sqlite", dsn) },
 		hookLiteral: `'hook'`,
 	},

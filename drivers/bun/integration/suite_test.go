@@ -20,8 +20,9 @@ import (
 type server struct {
 	backend
 	dsn string
-	// shared is a store on the migrated default table.
-	shared *bunstore.Store
+	// shared is a store on the migrated default table, over sharedDB.
+	shared   *bunstore.Store
+	sharedDB *bun.DB
 }
 
 // store opens a pool on the server's database and a store over it, both
@@ -60,7 +61,7 @@ var _ = func() bool {
 			BeforeAll(func() {
 				t := GinkgoTB()
 				s.dsn = s.database(t)
-				s.shared, _ = s.store(t)
+				s.shared, s.sharedDB = s.store(t)
 				Expect(s.shared.Migrate(specContext())).To(Succeed())
 			})
 			Describe("conformance kit", func() { conformanceSpecs(s) })
@@ -73,8 +74,11 @@ var _ = func() bool {
 	return true
 }()
 
-// conformanceSpecs runs the kit with 32 racing callers, each case on a
-// pool of its own.
+// conformanceSpecs runs the kit with 32 racing callers. Each store the kit
+// asks for (one per case, racing caller and instance) is on a bun.DB of its
+// own, a new client over the shared store's pool: a pool per store would
+// open more connections than the servers allow, since the kit may hold a
+// hundred stores at once.
 func conformanceSpecs(s *server) {
 	opts := conformance.Options{
 		Callers: 32,
@@ -90,7 +94,10 @@ func conformanceSpecs(s *server) {
 		opts.TTL = 6 * time.Second
 	}
 	conformance.Specs(func(t testing.TB) core.LockStore {
-		st, _ := s.store(t)
+		st, err := bunstore.New(bun.NewDB(s.sharedDB.DB, s.bunDialect()))
+		if err != nil {
+			t.Fatal(err)
+		}
 		return st
 	}, opts)
 }

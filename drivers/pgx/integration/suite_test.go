@@ -23,13 +23,25 @@ import (
 func TestMain(m *testing.M) { os.Exit(testserver.Main(m)) }
 
 // TestSuite runs the conformance kit on PostgreSQL through pgx's native
-// pool, 32 callers per race on a pool of 32 connections.
+// pool, 32 callers per race on a pool of 32 connections. The database and
+// the pool are created, and migrated, once; each store the kit asks for
+// (one per case, racing caller and instance) is a new Store over the pool:
+// a pool per store would open more connections than the server allows.
 func TestSuite(t *testing.T) { testserver.RunSuite(t, "pgxstore") }
 
 var _ = Describe("pgxstore", Label("postgres"), Ordered, func() {
 	var pool *pgxpool.Pool
-	BeforeAll(func() { pool = openPool(GinkgoTB(), testserver.Postgres(GinkgoTB()), nil) })
-	conformance.Specs(func(t testing.TB) core.LockStore { return migrated(t, pool) }, conformance.Options{Callers: 32})
+	BeforeAll(func() {
+		pool = openPool(GinkgoTB(), testserver.Postgres(GinkgoTB()), nil)
+		migrated(GinkgoTB(), pool)
+	})
+	conformance.Specs(func(t testing.TB) core.LockStore {
+		s, err := pgxstore.New(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, conformance.Options{Callers: 32})
 })
 
 // openPool opens a pool of 32 connections on dsn, with tracer if not nil.

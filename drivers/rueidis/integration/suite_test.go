@@ -16,8 +16,10 @@ import (
 func TestSuite(t *testing.T) { testserver.RunSuite(t, "rueidisstore") }
 
 // kit runs the kit on the server that server returns (its URL and a key
-// prefix), fetched once for the container. Each store the kit asks for is
-// on a rueidis client of its own; the kit finds Store.ResetTokens, which
+// prefix), fetched once for the container. Each store the kit asks for
+// (one per case, racing caller and instance) is on a rueidis client of its
+// own, as each instance of a service has one: a client is one connection,
+// and Redis serves thousands. The kit finds Store.ResetTokens, which
 // deletes the floors on the server, so it reaches every store.
 func kit(server func(testing.TB) (string, string)) {
 	var url, prefix string

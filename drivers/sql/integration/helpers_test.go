@@ -98,10 +98,22 @@ func newStore(t testing.TB, b backend, opts ...sqlstore.Option) (*sqlstore.Store
 // migrated returns a migrated store over db.
 func migrated(t testing.TB, db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
+	return migrate(t, plain(t, db, d, opts...))
+}
+
+// plain returns a store over db, through database/sql.
+func plain(t testing.TB, db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) *sqlstore.Store {
+	t.Helper()
 	s, err := sqlstore.New(db, d, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// migrate migrates s and returns it.
+func migrate(t testing.TB, s *sqlstore.Store) *sqlstore.Store {
+	t.Helper()
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -222,12 +234,16 @@ func (e dbExecutor) InTx(ctx context.Context, fn func(tx sqlstore.Executor) erro
 // dbExecutor in the Question style.
 func questionStore(t testing.TB, db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
+	return migrate(t, question(t, db, d, opts...))
+}
+
+// question returns a store of dialect d over db through a dbExecutor in
+// the Question style.
+func question(t testing.TB, db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) *sqlstore.Store {
+	t.Helper()
 	e := dbExecutor{q: db, db: db, dollars: d.String() == sqlstore.Postgres.String()}
 	s, err := sqlstore.NewWithExecutor(e, d, append([]sqlstore.Option{sqlstore.WithPlaceholder(sqlstore.Question)}, opts...)...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s
