@@ -28,8 +28,9 @@ const (
 // every field has a default, and a store that cannot move its clock or reset
 // its token source runs everything except the token-floor case.
 type Options struct {
-	// Callers is how many goroutines each race case releases at once against
-	// one key, each calling through a store of its own from newStore.
+	// Callers is how many goroutines each race case releases at once, all
+	// against one key or four to a key, each calling through a store of its
+	// own from newStore.
 	// Default [DefaultCallers] (16); at least 2. The stores of a case must
 	// let that many calls overlap on the server: stores that share one
 	// connection pool need a pool at least this large.

@@ -286,17 +286,6 @@ type result struct {
 	err   error
 }
 
-// raceAcquire has n owners acquire key at once and returns their answers.
-func (e *env) raceAcquire(key string, owners []string, ttl time.Duration) []result {
-	res := make([]result, len(owners))
-	race(len(owners), func(i int) {
-		ctx, cancel := e.ctx()
-		defer cancel()
-		res[i].token, res[i].ok, res[i].err = e.storeOf(owners[i]).Acquire(ctx, key, owners[i], ttl)
-	})
-	return res
-}
-
 // owners returns n fresh owners.
 func (e *env) owners(label string, n int) []string {
 	out := make([]string, n)
