@@ -36,6 +36,7 @@ type env struct {
 	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
 
 	mu      sync.Mutex
+	second  core.LockStore            // the store of owners elsewhere, opened on first use
 	callers []core.LockStore          // stores opened for racing callers, reused by later races
 	stores  map[string]core.LockStore // owner → the store its calls go through, if not store
 }
@@ -52,6 +53,25 @@ func (e *env) storeOf(owner string) core.LockStore {
 		return s
 	}
 	return e.store
+}
+
+// ownerElsewhere returns a fresh owner whose calls go through the case's
+// second store (opened from newStore on first use), as those of another
+// instance of a service go through a client of its own: a lock that one
+// client holds must look held, and a key it freed free, through any other.
+// label makes it readable in failure messages.
+func (e *env) ownerElsewhere(label string) string {
+	owner := e.owner(label)
+	if e.second == nil {
+		s := e.open()
+		e.mu.Lock()
+		e.second = s
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stores[owner] = e.second
+	return owner
 }
 
 // racers returns n fresh owners, each bound to a store of the case's
@@ -178,7 +198,7 @@ func (e *env) mustRelease(t testing.TB, key, owner string, what string) {
 // as a new owner, which must fail. what says why the key should be held.
 func (e *env) mustBeHeld(t testing.TB, key string, what string) {
 	t.Helper()
-	probe := e.owner("probe")
+	probe := e.ownerElsewhere("probe")
 	if _, ok := e.acquire(t, key, probe, holdTTL); ok {
 		e.cleanupRelease(t, key, probe)
 		t.Fatalf("Acquire of %s by a new owner returned acquired, so the key was free; the contract requires it to be held: %s", show(key), what)
@@ -189,7 +209,7 @@ func (e *env) mustBeHeld(t testing.TB, key string, what string) {
 // returns that owner and its token. what says why the key should be free.
 func (e *env) mustBeFree(t testing.TB, key string, ttl time.Duration, what string) (string, int64) {
 	t.Helper()
-	probe := e.owner("taker")
+	probe := e.ownerElsewhere("taker")
 	token, ok := e.acquire(t, key, probe, ttl)
 	if !ok {
 		t.Fatalf("Acquire of %s by a new owner returned not acquired, so the key was still held; the contract requires it to be free: %s", show(key), what)
@@ -220,6 +240,15 @@ func heldCheck(ttl time.Duration) time.Duration { return ttl / 2 }
 
 // goneCheck: see heldCheck.
 func goneCheck(ttl time.Duration) time.Duration { return ttl + ttl/6 }
+
+// lateCheck, TTL - TTL/6 after an Acquire was sent, is when expiry-frees-key
+// checks that the lock is still held, to catch a lock that expires early by
+// more than a sixth of its ttl (a ttl rounded down to whole seconds). A
+// probe that finds the key free there fails the case only if it returned
+// before TTL after the Acquire was sent: then the store freed the lock
+// early, whatever the latency. A probe that comes back later proves
+// nothing, so the check cannot fail on a slow store or a busy machine.
+func lateCheck(ttl time.Duration) time.Duration { return ttl - ttl/6 }
 
 // timeline lets time pass for a case, measured from the moment it starts:
 // on the store's clock through Options.AdvanceTime, or in real time.

@@ -62,7 +62,7 @@ func failWith(t testing.TB, fix, format string, args ...any) {
 
 // Usual fixes of failures that are not the case's own.
 const (
-	fixStoreError = "make sure the store is reachable, answers within Options.Timeout, and, behind a connection pool, has at least Options.Callers connections; then run the case again."
+	fixStoreError = "make sure the store is reachable, answers within Options.Timeout, and, behind a connection pool, has at least Options.Callers connections; then run the case again. If the error says the lock is not held or not obtained, answer false instead: false is the store's decision, an error a call that reached none."
 	fixKitBug     = "none in the store: the kit itself went wrong; please report it to leasehold with this message."
 )
 

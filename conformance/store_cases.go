@@ -52,13 +52,13 @@ func storeCases() []Case {
 		},
 		{
 			Name:    "release-by-holder",
-			Catches: "a Release that does not free the key, or that reports true twice for one lock.",
+			Catches: "a Release that does not free the key (or leaves state behind that blocks the next Acquire), that reports true twice for one lock, or whose lock a late Renew by the former holder brings back.",
 			Fix:     "Clear the owner in one conditional write and return true only when that write matched the owner's live lock.",
 			run:     releaseByHolder,
 		},
 		{
 			Name:    "expiry-frees-key",
-			Catches: "a lock that expires early, late or never on the store's clock (for example one timed on the client's clock, or with the ttl in the wrong unit), or a takeover token that is not greater.",
+			Catches: "a lock that expires early, late or never on the store's clock (for example one timed on the client's clock, a ttl in the wrong unit or rounded to whole seconds, or a clock read in whole seconds), or a takeover token that is not greater.",
 			Fix:     "Compare expiries with the store's own clock (clock_timestamp(), UTC_TIMESTAMP(6), PX or TIME in Redis) in the statement itself, with the ttl in milliseconds, and give a takeover a fresh token from the growing source.",
 			Waits:   true,
 			run:     expiryFreesKey,
@@ -117,7 +117,7 @@ func acquireFreeKey(t testing.TB, e *env) {
 }
 
 func acquireHeldKey(t testing.TB, e *env) {
-	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	key, a, b := e.key(), e.owner("A"), e.ownerElsewhere("B")
 	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
 	if _, ok := e.acquire(t, key, b, holdTTL); ok {
 		e.cleanupRelease(t, key, b)
@@ -165,7 +165,7 @@ func renewThenExpire(t testing.TB, e *env) {
 
 func renewByNonHolder(t testing.TB, e *env) {
 	ttl := e.opts.TTL
-	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	key, a, b := e.key(), e.owner("A"), e.ownerElsewhere("B")
 
 	free := e.key()
 	if e.renew(t, free, b, ttl) {
@@ -188,7 +188,7 @@ func renewByNonHolder(t testing.TB, e *env) {
 }
 
 func releaseByNonHolder(t testing.TB, e *env) {
-	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	key, a, b := e.key(), e.owner("A"), e.ownerElsewhere("B")
 	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
 	if e.release(t, key, b) {
 		t.Fatalf("Release of %s by a non-holder returned true; the contract requires false: only the owner of a live lock may release it", show(key))
@@ -204,24 +204,45 @@ func releaseByHolder(t testing.TB, e *env) {
 		t.Fatalf("Release of the free key %s returned true; the contract requires false: no one holds it", show(free))
 	}
 
-	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	key, a, b := e.key(), e.owner("A"), e.ownerElsewhere("B")
 	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
 	e.mustRelease(t, key, a, "the owner holds a live lock on it")
 	if e.release(t, key, a) {
 		t.Fatalf("a second Release of %s by its former holder returned true; the contract requires false: the first Release ended the lock", show(key))
 	}
+	// A renewal in flight when its holder released the lock arrives late:
+	// it must not bring the lock back.
+	if e.renew(t, key, a, holdTTL) {
+		t.Fatalf("Renew of %s by its former holder returned true after it released the lock; the contract requires false: a released lock is gone, and a late renewal must not bring it back", show(key))
+	}
 	e.mustAcquire(t, key, b, holdTTL, "its holder released it")
 	e.mustRelease(t, key, b, "the new owner holds a live lock on it")
 }
 
+// expiryFreesKey checks that a lock is held at heldCheck, still held just
+// before its ttl (see lateCheck), and free at goneCheck. The timeline
+// starts before the Acquire is sent, since the store cannot start the ttl
+// earlier.
 func expiryFreesKey(t testing.TB, e *env) {
 	ttl := e.opts.TTL
 	key, a := e.key(), e.owner("A")
-	first := e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(heldCheck(ttl))
+	first := e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
+	acquired := tl.elapsed()
+	tl.until(acquired + heldCheck(ttl))
 	e.mustBeHeld(t, key, fmt.Sprintf("it was acquired with a ttl of %v only %v ago", ttl, heldCheck(ttl)))
-	tl.until(goneCheck(ttl))
+	tl.until(lateCheck(ttl))
+	probe := e.ownerElsewhere("probe")
+	if _, ok := e.acquire(t, key, probe, holdTTL); ok {
+		e.cleanupRelease(t, key, probe)
+		if took := tl.elapsed(); took < ttl {
+			t.Fatalf("Acquire of %s by a new owner returned acquired %v after the Acquire of its lock with a ttl of %v was sent: the store expired the lock early (a ttl rounded down to whole seconds, a clock read in whole seconds, or a ttl read in a smaller unit); the contract requires a lock to live for its whole ttl on the store's clock", show(key), took.Round(time.Millisecond), ttl)
+		}
+		// The probe reached the store after the ttl had passed, on a slow
+		// store or a busy machine: nothing to conclude.
+		e.mustRelease(t, key, probe, "it took the key")
+	}
+	tl.until(acquired + goneCheck(ttl))
 	_, token := e.mustBeFree(t, key, holdTTL, fmt.Sprintf("it was acquired with a ttl of %v, %v ago, and never renewed: expired means gone", ttl, goneCheck(ttl)))
 	if token <= first {
 		t.Fatalf("taking over the expired lock on %s returned token %d, not greater than the expired holder's %d; the contract requires tokens that grow across expiries", show(key), token, first)
@@ -230,7 +251,7 @@ func expiryFreesKey(t testing.TB, e *env) {
 
 func expiredLockOldOwner(t testing.TB, e *env) {
 	ttl := e.opts.TTL
-	key, a, b := e.key(), e.owner("A"), e.owner("B")
+	key, a, b := e.key(), e.owner("A"), e.ownerElsewhere("B")
 	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
 	tl.until(goneCheck(ttl))
@@ -270,7 +291,7 @@ func tokensGrow(t testing.TB, e *env) {
 		}
 		seen[key] = append(seen[key], token)
 	}
-	a, b, c, d := e.owner("A"), e.owner("B"), e.owner("C"), e.owner("D")
+	a, b, c, d := e.owner("A"), e.ownerElsewhere("B"), e.owner("C"), e.ownerElsewhere("D")
 
 	take(k1, a, holdTTL, "first acquire of k1")
 	take(k2, b, holdTTL, "first acquire of k2")
@@ -310,7 +331,7 @@ func tokenFloorAfterReset(t testing.TB, e *env) {
 		failWith(t, "make Options.ResetTokens send the token source back and return nil once the store draws from it.", "Options.ResetTokens returned an error: %v", err)
 	}
 
-	b := e.owner("B")
+	b := e.ownerElsewhere("B")
 	token := e.mustAcquire(t, released, b, holdTTL, "its holder released it")
 	if token <= last {
 		t.Fatalf("after ResetTokens, Acquire of %s, whose last token was %d, returned token %d; the contract requires a per-key floor: the next token of a key is at least its last token + 1, whatever happens to the token source", show(released), last, token)

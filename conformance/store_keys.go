@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
@@ -42,6 +43,12 @@ func keyCases() []Case {
 			Catches: "a store that normalises Unicode or ignores accents and combining marks, so that \"é\" (U+00E9) and \"e\" + U+0301 are one lock.",
 			Fix:     "Store keys as bytes, or under a binary collation, and never normalise or fold them before they reach the store.",
 			run:     keysNormalisation,
+		},
+		{
+			Name:    "owners-max-length",
+			Catches: "a store that truncates owner ids of 227 bytes (a column sized for a UUID, or in characters of 3 bytes), so that two owners of one instance, whose ids share all but their last 26 characters, are one owner and renew or release each other's locks.",
+			Fix:     "Store owners in full and compare them byte for byte: a column of at least 255 bytes (VARBINARY(255), bytea, text), never a UUID or CHAR(36) column.",
+			run:     ownersMaxLength,
 		},
 		{
 			Name:    "keys-special-characters",
@@ -184,4 +191,33 @@ func keysSpecialCharacters(t testing.TB, e *env) {
 		base + "'; DROP TABLE locks; --", base + "line\nbreak", base + "tab\there", base + "$1", base + "?",
 	}
 	distinctKeys(t, e, keys, "keys holding quotes, backslashes, pattern characters or separators")
+}
+
+// ownersMaxLength takes a lock for an owner id as long as core makes them
+// (an instance name of 200 bytes, here of 2-byte characters, a slash and 26
+// random characters) and checks that another owner of the same instance,
+// whose id differs in the last 26 characters only, is a stranger to it.
+func ownersMaxLength(t testing.TB, e *env) {
+	instance := strings.Repeat("\u00e9", 100) // 200 bytes
+	a, b := instance+"/"+rand.Text(), instance+"/"+rand.Text()
+	if len(a) != 227 || len(b) != 227 {
+		failWith(t, fixKitBug, "owner ids of %d and %d bytes, want 227", len(a), len(b))
+	}
+	key := e.key()
+	e.mustAcquire(t, key, a, holdTTL, "no lock has ever held this key")
+	what := "another owner of the same instance, whose id differs in its last 26 characters"
+	if _, ok := e.acquire(t, key, b, holdTTL); ok {
+		e.cleanupRelease(t, key, b)
+		t.Fatalf("Acquire of %s by %s returned acquired while the first owner held it; the contract requires not acquired: owner ids of up to 227 bytes are kept and compared in full", show(key), what)
+	}
+	if e.renew(t, key, b, holdTTL) {
+		t.Fatalf("Renew of %s by %s returned true; the contract requires false: owner ids of up to 227 bytes are kept and compared in full, and only the holder may renew", show(key), what)
+	}
+	if e.release(t, key, b) {
+		t.Fatalf("Release of %s by %s returned true; the contract requires false: owner ids of up to 227 bytes are kept and compared in full, and only the holder may release", show(key), what)
+	}
+	e.mustRenew(t, key, a, holdTTL, "it holds the lock, under its full owner id")
+	e.mustRelease(t, key, a, "it holds the lock, under its full owner id")
+	e.mustAcquire(t, key, b, holdTTL, "its holder released it")
+	e.mustRelease(t, key, b, "it holds the lock, under its full owner id")
 }
