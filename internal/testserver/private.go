@@ -31,7 +31,8 @@ type Server struct {
 
 	t       testing.TB
 	dir     string
-	command func() *exec.Cmd // the server's command line, run as its user
+	dsnAt   func(addr string) string // DSN with its address replaced
+	command func() *exec.Cmd         // the server's command line, run as its user
 	ready   func(ctx context.Context) error
 	stop    syscall.Signal // the signal of a clean, fast shutdown
 
@@ -46,6 +47,10 @@ const privateStartTimeout = 60 * time.Second
 
 // Addr returns the server's address, host:port.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+
+// DSNAt returns the server's DSN with addr (host:port) for its address:
+// the DSN of a [Proxy] in front of it.
+func (s *Server) DSNAt(addr string) string { return s.dsnAt(addr) }
 
 // PID returns the server process's id, or 0 when it is not running.
 func (s *Server) PID() int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -38,7 +39,7 @@ func PrivatePostgres(t testing.TB) *Server {
 	port := freePort(t)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return startPrivate(t, &Server{
-		Kind: "PostgreSQL", DSN: dsn, Port: port, t: t, dir: dir,
+		Kind: "PostgreSQL", DSN: dsn, Port: port, t: t, dir: dir, dsnAt: urlAt(t, dsn),
 		command: func() *exec.Cmd {
 			return u.command(postgres, "-D", data, "-p", strconv.Itoa(port), "-k", dir,
 				"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200")
@@ -79,6 +80,11 @@ func PrivateMariaDB(t testing.TB) *Server {
 	cfg.DBName = "lh"
 	s := &Server{
 		Kind: "MariaDB", DSN: cfg.FormatDSN(), Port: port, t: t, dir: dir,
+		dsnAt: func(addr string) string {
+			at := *cfg
+			at.Addr = addr
+			return at.FormatDSN()
+		},
 		command: func() *exec.Cmd {
 			return u.command(mariadbd, "--no-defaults", "--datadir="+data,
 				"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
@@ -104,12 +110,13 @@ func PrivateMariaDB(t testing.TB) *Server {
 }
 
 // PrivateRedis starts a Redis server of the test's own, on a free loopback
-// port, without persistence (a restart loses every key). Its DSN is a
-// redis:// URL. Without redis-server the test is skipped (failed under
-// CI=true).
-func PrivateRedis(t testing.TB) *Server {
+// port, without persistence (a restart loses every key) unless args, more
+// redis-server options that override the defaults, ask for it (such as
+// "--appendonly", "yes"). Its DSN is a redis:// URL. Without redis-server
+// the test is skipped (failed under CI=true).
+func PrivateRedis(t testing.TB, args ...string) *Server {
 	t.Helper()
-	return privateRedis(t)
+	return privateRedis(t, args...)
 }
 
 // PrivateRedisReplica starts a private Redis server that replicates
@@ -144,7 +151,7 @@ func privateRedis(t testing.TB, args ...string) *Server {
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	return startPrivate(t, &Server{
-		Kind: "Redis", DSN: "redis://" + addr + "/0", Port: port, t: t, dir: dir,
+		Kind: "Redis", DSN: "redis://" + addr + "/0", Port: port, t: t, dir: dir, dsnAt: urlAt(t, "redis://"+addr+"/0"),
 		command: func() *exec.Cmd {
 			// A replica gets its first copy at once, not after 5 seconds.
 			return u.command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -153,6 +160,19 @@ func privateRedis(t testing.TB, args ...string) *Server {
 		ready: dialReady(addr),
 		stop:  syscall.SIGTERM,
 	})
+}
+
+// urlAt returns a function that gives the URL dsn with another host:port.
+func urlAt(t testing.TB, dsn string) func(addr string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("testserver: %s: %v", dsn, err)
+	}
+	return func(addr string) string {
+		at := *u
+		at.Host = addr
+		return at.String()
+	}
 }
 
 // sqlReady is a ready check that pings the server through database/sql.

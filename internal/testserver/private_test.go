@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,21 +19,25 @@ func TestPrivateServers(t *testing.T) {
 	}{
 		{PrivatePostgres, "pgx"},
 		{PrivateMariaDB, "mysql"},
-		{PrivateRedis, ""},
+		{func(t testing.TB) *Server { return PrivateRedis(t) }, ""},
 	} {
 		s := c.start(t)
 		t.Run(s.Kind, func(t *testing.T) {
-			ping := func(what string) {
+			pingAt := func(what, dsn string) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if c.driver == "" {
-					if err := dialReady(s.Addr())(ctx); err != nil {
+					u, err := url.Parse(dsn)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := dialReady(u.Host)(ctx); err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
 					return
 				}
-				db, err := sql.Open(c.driver, s.DSN)
+				db, err := sql.Open(c.driver, dsn)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -40,7 +46,14 @@ func TestPrivateServers(t *testing.T) {
 					t.Fatalf("%s: %v", what, err)
 				}
 			}
+			ping := func(what string) { t.Helper(); pingAt(what, s.DSN) }
 			ping("started")
+			proxy := NewProxy(t, s.Addr())
+			pingAt("through a proxy", s.DSNAt(proxy.Addr()))
+			// (A Redis server is only dialled: no request goes through.)
+			if at := s.DSNAt(proxy.Addr()); !strings.Contains(at, proxy.Addr()) || c.driver != "" && proxy.Requests() == 0 {
+				t.Fatalf("DSNAt(%s) = %s, which does not reach the server through the proxy", proxy.Addr(), s.DSNAt(proxy.Addr()))
+			}
 			pid := s.PID()
 			s.Restart()
 			if s.PID() == pid || s.PID() == 0 {

@@ -5,7 +5,8 @@
 // said yes. Each scenario checks that nothing was granted twice, that every
 // holder learnt of its loss before the store's expiry, and that nothing was
 // left locked; the figures it logs are those of docs/production.md's
-// reliability section.
+// reliability section. The restart, stall and reset scenarios are those of
+// internal/testserver/faults, which the other server drivers run too.
 //
 // The servers are the test's own (internal/testserver's private servers,
 // never the shared ones); without their binaries the tests skip, and fail

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testserver/faults"
 )
 
 // TestLostReply: an Acquire whose outcome the caller never learns, although
@@ -22,10 +23,10 @@ func TestLostReply(t *testing.T) {
 	const trials = 4
 	forEachBackend(t, func(t *testing.T, b backend, srv *testserver.Server) {
 		proxy := testserver.NewProxy(t, srv.Addr())
-		store, db := openStore(t, b, b.via(srv.DSN, proxy.Addr()))
+		store, db := openStore(t, b, srv.DSNAt(proxy.Addr()))
 		db.SetMaxOpenConns(1) // the connection warm warms is the next call's
 		_, direct := openStore(t, b, srv.DSN)
-		h := newHolders(t, b, store, direct, "lost-reply")
+		h := faults.NewHolders(t, target(t, b, srv), store, "lost-reply")
 
 		type fault struct {
 			name    string
@@ -33,7 +34,7 @@ func TestLostReply(t *testing.T) {
 			timeout time.Duration    // the Acquire's deadline
 			taken   bool             // whether the server must have taken the key
 		}
-		faults := []fault{
+		kinds := []fault{
 			{"reply cut", func(key string) { proxy.CutReply([]byte(key)) }, 10 * time.Second, b.name == "PostgreSQL"},
 			// The connection has the statements prepared and was used
 			// within a second, so that pgx sends the statement at once:
@@ -44,15 +45,15 @@ func TestLostReply(t *testing.T) {
 			}, 200 * time.Millisecond, b.name == "PostgreSQL"},
 		}
 		if b.name == "MariaDB" {
-			faults = append(faults, fault{"COMMIT reply cut", func(string) { proxy.CutReply([]byte("COMMIT")) }, 10 * time.Second, true})
+			kinds = append(kinds, fault{"COMMIT reply cut", func(string) { proxy.CutReply([]byte("COMMIT")) }, 10 * time.Second, true})
 		}
-		for fi, f := range faults {
+		for fi, f := range kinds {
 			taken := 0
 			for i := range trials {
 				key := fmt.Sprintf("lost-reply:%d:%d", fi, i) // the fault's pattern must not match it
 				f.arm(key)
 				ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-				lk, err := h.acquire(ctx, key)
+				lk, err := h.Acquire(ctx, key)
 				cancel()
 				proxy.SetLatency(0)
 				if err == nil {
@@ -69,7 +70,7 @@ func TestLostReply(t *testing.T) {
 			if f.taken && taken != trials {
 				t.Errorf("%s: the server took the key in %d of %d trials; the scenario did not lose the reply of a granted acquire", f.name, taken, trials)
 			}
-			figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error", b.name, f.name, trials, taken)
+			faults.Figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error", b.name, f.name, trials, taken)
 		}
 	})
 }
@@ -98,9 +99,9 @@ func lockRow(t testing.TB, b backend, db *sql.DB, key string) (row bool, owner s
 }
 
 // warm acquires and releases a key through h.
-func warm(t testing.TB, h *holders) {
+func warm(t testing.TB, h *faults.Holders) {
 	t.Helper()
-	lk, err := h.acquire(context.Background(), "lost-reply:warm")
+	lk, err := h.Acquire(context.Background(), "lost-reply:warm")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"github.com/leasehold/leasehold/internal/testserver"
+	"github.com/leasehold/leasehold/internal/testserver/faults"
 )
 
 // TestRenewalRoundTripsAfterIdle counts the round trips of a renewal sent
@@ -59,7 +60,7 @@ func TestRenewalRoundTripsAfterIdle(t *testing.T) {
 				srv = mariaSrv
 			}
 			proxy := testserver.NewProxy(t, srv.Addr())
-			db := c.open(c.b.via(srv.DSN, proxy.Addr()))
+			db := c.open(srv.DSNAt(proxy.Addr()))
 			t.Cleanup(func() { db.Close() })
 			db.SetMaxOpenConns(1)
 			store, err := sqlstore.New(db, c.b.dialect)
@@ -82,7 +83,7 @@ func TestRenewalRoundTripsAfterIdle(t *testing.T) {
 				t.Fatalf("Renew: %v, %v", ok, err)
 			}
 			got := proxy.Requests() - before
-			figure(t, "renewal after 1.1s idle, %s: %d round trips", c.name, got)
+			faults.Figure(t, "renewal after 1.1s idle, %s: %d round trips", c.name, got)
 			if got != c.want {
 				t.Fatalf("a renewal after 1.1s idle took %d round trips, want %d", got, c.want)
 			}

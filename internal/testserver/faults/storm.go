@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// ResetStorm has workers on several instances take and release a few keys
+// in a loop while every connection to the target's server is reset every
+// 50ms, in the middle of calls (and of MySQL's acquire transaction). No
+// key may be granted to a second holder while the first still believes it
+// holds it; after the storm no lock outlives its ttl, and every key can be
+// taken at once: nothing is left blocked. The target's stores must list
+// their locks (core.Lister).
+func ResetStorm(t *testing.T, tg Target) {
+	const instances, workers, keys = 4, 16, 8
+	const storm = 2 * time.Second
+	proxy := testserver.NewProxy(t, tg.Server.Addr())
+	store := tg.Open(t, proxy.Addr())
+	direct := tg.Open(t, tg.Server.Addr())
+	lister, ok := direct.(core.Lister)
+	if !ok {
+		t.Fatalf("the %s store does not implement core.Lister: the storm cannot list the locks left", tg.Name)
+	}
+	var hs []*Holders
+	for i := range instances {
+		hs = append(hs, NewHolders(t, tg, store, fmt.Sprintf("storm-%d", i)))
+	}
+	key := func(i int) string { return fmt.Sprintf("storm:%d", i%keys) }
+
+	var (
+		mu      sync.Mutex
+		current = map[string]*core.Lock{} // the last lock granted per key
+		doubles []string
+	)
+	var attempts, granted, acquireErrs, releaseErrs, resets atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			h := hs[w%instances]
+			for i := w; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				attempts.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				lk, err := h.Acquire(ctx, key(i))
+				cancel()
+				if err != nil {
+					acquireErrs.Add(1)
+					continue
+				}
+				granted.Add(1)
+				mu.Lock()
+				if prev := current[lk.Key()]; prev != nil && prev.Held() {
+					doubles = append(doubles, fmt.Sprintf("%s: token %d granted while token %d's holder still held it", lk.Key(), lk.Token(), prev.Token()))
+				}
+				current[lk.Key()] = lk
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				if err := lk.Release(context.Background()); err != nil {
+					releaseErrs.Add(1)
+				}
+			}
+		})
+	}
+	end := time.Now().Add(storm)
+	for time.Now().Before(end) {
+		time.Sleep(50 * time.Millisecond)
+		resets.Add(int64(proxy.ResetAll()))
+	}
+	close(stop)
+	wg.Wait()
+	stormEnd := time.Now()
+	for _, d := range doubles {
+		t.Error(d)
+	}
+
+	ctx := context.Background()
+	left, err := lister.List(ctx, "storm:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every lock left now was taken during the storm: it expires within a
+	// ttl. Then every key must be free, and quick to take.
+	time.Sleep(time.Until(stormEnd.Add(TTL + TTL/10)))
+	if live, err := lister.List(ctx, "storm:"); err != nil || len(live) != 0 {
+		t.Fatalf("a ttl after the storm: %d live locks (%v); want none", len(live), err)
+	}
+	var slowest time.Duration
+	for i := range keys {
+		start := time.Now()
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, ok, err := direct.Acquire(actx, key(i), "after-storm", time.Minute)
+		cancel()
+		if err != nil || !ok {
+			t.Fatalf("after the storm, Acquire of %s: %v, %v; want it free", key(i), ok, err)
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	Figure(t, "%s reset storm (%v, every connection reset every 50ms, %d resets): %d acquires tried by %d workers on %d instances, %d granted, %d failed, %d releases failed; no key granted twice; %d locks left right after the storm, none a ttl later; every key then taken within %v",
+		tg.Name, storm, resets.Load(), attempts.Load(), workers, instances, granted.Load(), acquireErrs.Load(), releaseErrs.Load(), len(left), slowest.Round(time.Millisecond))
+}
