@@ -170,6 +170,19 @@ func (h *Holders) Losses() []Loss {
 	return slices.Clone(h.losses)
 }
 
+// awaitLosses waits, for up to limit, until the instance has reported n
+// losses, and returns them. A lost lock's context ends before its loss
+// event is sent: after Done, the loss may not be recorded yet.
+func (h *Holders) awaitLosses(n int, limit time.Duration) []Loss {
+	end := time.Now().Add(limit)
+	for {
+		if losses := h.Losses(); len(losses) >= n || time.Now().After(end) {
+			return losses
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // CheckLosses checks every loss: reported for reason, before the store's
 // expiry where the server could say, and, if bySend, no later than the ttl
 // after the owner's last confirmed call was sent (a bound that a host

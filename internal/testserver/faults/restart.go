@@ -59,7 +59,7 @@ func Restart(t *testing.T, tg Target) {
 				kept++
 			}
 		}
-		lost := a.Losses()
+		lost := a.awaitLosses(n-kept, TTL)
 		if kept+len(lost) != n {
 			t.Fatalf("after a quick restart: %d locks held, %d lost, of %d", kept, len(lost), n)
 		}
@@ -103,7 +103,7 @@ func Restart(t *testing.T, tg Target) {
 			t.Error(err)
 		}
 	}
-	losses := a.Losses()[before:]
+	losses := a.awaitLosses(before+n, TTL)[before:]
 	if len(losses) != n {
 		t.Fatalf("%d locks lost across an outage of %v, want all %d", len(losses), outage, n)
 	}
@@ -163,7 +163,7 @@ func lostInRestart(t *testing.T, contender, a *Holders, locks []*core.Lock, star
 			t.Fatalf("%s still held %v after the server came back empty", old.Key(), 2*TTL)
 		}
 	}
-	losses := a.Losses()
+	losses := a.awaitLosses(len(locks), TTL)
 	if len(losses) != len(locks) {
 		t.Fatalf("%d of %d locks lost after the server came back empty; want all", len(losses), len(locks))
 	}

@@ -44,7 +44,8 @@ func Stall(t *testing.T, tg Target) {
 				t.Fatalf("lock %s still held %v into the stall", lk.Key(), 2*TTL)
 			}
 		}
-		losses = h.Losses() // their expiries read before the stalled renewals can move them
+		// Their expiries are read before the stalled renewals can move them.
+		losses = h.awaitLosses((round+1)*perRound, TTL)
 		proxy.Resume()
 		proxy.ResetAll() // drop the connections of the stalled calls
 	}
