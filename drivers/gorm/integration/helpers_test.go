@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/core/coretest"
 	gormstore "github.com/leasehold/leasehold/drivers/gorm"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -191,25 +192,15 @@ func ctxT(t testing.TB) context.Context {
 
 func wantAcquire(t testing.TB, s *gormstore.Store, key, owner string, want bool) int64 {
 	t.Helper()
-	tok, ok, err := s.Acquire(ctxT(t), key, owner, time.Minute)
-	if err != nil || ok != want || ok && tok <= 0 {
-		t.Fatalf("Acquire(%q, %q) = %d, %v, %v; want %v", key, owner, tok, ok, err, want)
-	}
-	return tok
+	return coretest.WantAcquire(t, s, key, owner, time.Minute, want)
 }
 
 func wantRenew(t testing.TB, s *gormstore.Store, key, owner string, want bool) {
 	t.Helper()
-	ok, err := s.Renew(ctxT(t), key, owner, time.Minute)
-	if err != nil || ok != want {
-		t.Fatalf("Renew(%q, %q) = %v, %v; want %v", key, owner, ok, err, want)
-	}
+	coretest.WantRenew(t, s, key, owner, time.Minute, want)
 }
 
 func wantRelease(t testing.TB, s *gormstore.Store, key, owner string, want bool) {
 	t.Helper()
-	ok, err := s.Release(ctxT(t), key, owner)
-	if err != nil || ok != want {
-		t.Fatalf("Release(%q, %q) = %v, %v; want %v", key, owner, ok, err, want)
-	}
+	coretest.WantRelease(t, s, key, owner, want)
 }

@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/leasehold/leasehold/core/coretest"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
@@ -137,36 +138,22 @@ func ctxT(t testing.TB) context.Context {
 
 func mustAcquire(t testing.TB, s *sqlstore.Store, key, owner string, ttl time.Duration) int64 {
 	t.Helper()
-	tok, ok, err := s.Acquire(ctxT(t), key, owner, ttl)
-	if err != nil || !ok || tok <= 0 {
-		t.Fatalf("Acquire(%q, %q) = %d, %v, %v; want a positive token, true", key, owner, tok, ok, err)
-	}
-	return tok
+	return coretest.WantAcquire(t, s, key, owner, ttl, true)
 }
 
 func wantAcquire(t testing.TB, s *sqlstore.Store, key, owner string, ttl time.Duration, want bool) int64 {
 	t.Helper()
-	tok, ok, err := s.Acquire(ctxT(t), key, owner, ttl)
-	if err != nil || ok != want {
-		t.Fatalf("Acquire(%q, %q) = %d, %v, %v; want %v", key, owner, tok, ok, err, want)
-	}
-	return tok
+	return coretest.WantAcquire(t, s, key, owner, ttl, want)
 }
 
 func wantRenew(t testing.TB, s *sqlstore.Store, key, owner string, ttl time.Duration, want bool) {
 	t.Helper()
-	ok, err := s.Renew(ctxT(t), key, owner, ttl)
-	if err != nil || ok != want {
-		t.Fatalf("Renew(%q, %q) = %v, %v; want %v", key, owner, ok, err, want)
-	}
+	coretest.WantRenew(t, s, key, owner, ttl, want)
 }
 
 func wantRelease(t testing.TB, s *sqlstore.Store, key, owner string, want bool) {
 	t.Helper()
-	ok, err := s.Release(ctxT(t), key, owner)
-	if err != nil || ok != want {
-		t.Fatalf("Release(%q, %q) = %v, %v; want %v", key, owner, ok, err, want)
-	}
+	coretest.WantRelease(t, s, key, owner, want)
 }
 
 // dbExecutor is a sqlstore.Transactor written from scratch over database/sql,
