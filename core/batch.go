@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -21,10 +20,10 @@ type Lease struct {
 // interfaces of its drivers. When the store has it, every renewal due at
 // one moment goes out through RenewBatch, in chunks of at most MaxBatch
 // leases (and at most 32 chunks in flight at once); without it, each lease
-// is renewed with Renew. To keep batches full, such an instance also
-// renews, with the leases that are due, those due within a quarter of
-// their renewal interval: locks taken at different moments soon renew
-// together.
+// is renewed with Renew. To keep batches full, such an instance renews the
+// leases of one ttl on a grid of their renewal interval, each a little
+// early rather than at its own time: locks taken at different moments
+// renew together from their first renewal on.
 //
 // The rules, on top of those of [LockStore]:
 //
@@ -61,78 +60,4 @@ type BatchRenewer interface {
 	RenewBatch(ctx context.Context, leases []Lease) (renewed []bool, err error)
 	// MaxBatch returns the most leases one RenewBatch call takes.
 	MaxBatch() int
-}
-
-// renewal is a lock due for renewal in one firing, with its deadline when
-// the firing began.
-type renewal struct {
-	lk       *Lock
-	deadline time.Time
-}
-
-// coalesceFraction: a store with batch renewal renews, with the locks that
-// are due, those due within this fraction of their renewal interval
-// (ttl/3), so that locks taken at different moments converge on a few
-// renewal times. Locks renewed together are due together again, so the
-// firings of one ttl stay at least ttl/12 apart: at most four a period.
-const coalesceFraction = 4
-
-// dueSoon reports whether lk, due at lk.due, is renewed by a firing at now
-// of a store that renews in batches. Callers hold the scheduler's mutex.
-func dueSoon(lk *Lock, now time.Time) bool {
-	return !lk.due.After(now.Add(lk.ttl / 3 / coalesceFraction))
-}
-
-// renewInBatches sends renewals, sent at sent, through the store's
-// RenewBatch in chunks of its MaxBatch, a few chunks at a time, and waits.
-func (s *scheduler) renewInBatches(br BatchRenewer, sent time.Time, renewals []renewal) {
-	size := max(br.MaxBatch(), 1)
-	chunks := (len(renewals) + size - 1) / size
-	parallel(chunks, maxConcurrentRenewals, func(c int) {
-		s.renewChunk(br, sent, renewals[c*size:min((c+1)*size, len(renewals))])
-	})
-}
-
-// renewChunk sends one RenewBatch call and hands each lock its answer.
-func (s *scheduler) renewChunk(br BatchRenewer, sent time.Time, chunk []renewal) {
-	leases := make([]Lease, len(chunk))
-	latest := chunk[0].deadline
-	for i, r := range chunk {
-		leases[i] = Lease{Key: r.lk.key, Owner: r.lk.owner, TTL: r.lk.ttl}
-		if r.deadline.After(latest) {
-			latest = r.deadline
-		}
-	}
-	// The call can help while any of its leases has a deadline ahead; the
-	// scheduler declares each one lost at its own deadline regardless.
-	ctx, cancel := renewalContext(s.ctx, sent, latest)
-	// An observer sees each lease as a renewal of its own, all ending
-	// with the one call.
-	ends := s.observeEach(ctx, chunk)
-	renewed, err := br.RenewBatch(ctx, leases)
-	cancel()
-	if err == nil && len(renewed) != len(leases) {
-		// No answer can be trusted: treat it as a failed call.
-		err = fmt.Errorf("%w: RenewBatch answered %d of %d leases", ErrBrokenStore, len(renewed), len(leases))
-	}
-	for i, r := range chunk {
-		ok := err == nil && renewed[i]
-		if ends != nil {
-			ends[i](ok, err)
-		}
-		r.lk.afterRenewal(sent, r.deadline, ok, err)
-	}
-}
-
-// observeEach starts an OpRenew per lease of chunk with the instance's
-// observer, and returns their end functions; nil without an observer.
-func (s *scheduler) observeEach(ctx context.Context, chunk []renewal) []func(bool, error) {
-	if s.l.observer == nil {
-		return nil
-	}
-	ends := make([]func(bool, error), len(chunk))
-	for i, r := range chunk {
-		_, ends[i] = s.l.observe(ctx, Op{Type: OpRenew, Key: r.lk.key, Kind: r.lk.kind})
-	}
-	return ends
 }

@@ -238,20 +238,21 @@ func TestBatchErrorRetriesUntilOwnDeadline(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := newBatchStore(core.NewMemoryStore(core.WithMemoryClock(clock)), clock, 10)
 	locks := coretest.NewLocks(t, store, core.WithClock(clock))
-	short := mustAcquire(t, locks, "short")                             // 30s: due at 10s
-	long := mustAcquire(t, locks, "long", core.WithTTL(36*time.Second)) // due at 12s, coalesced at 10s
+	long := mustAcquire(t, locks, "long", core.WithTTL(60*time.Second)) // due at 20s
+	clock.Advance(10 * time.Second)
+	short := mustAcquire(t, locks, "short") // 30s: due at 20s
 
-	clock.Advance(10 * time.Second) // both renewed at 10s, in one batch
+	clock.Advance(10 * time.Second) // both renewed at 20s, in one batch
 	if calls, _ := store.calls(); len(calls) != 1 || len(calls[0].leases) != 2 {
-		t.Fatalf("batches %v; want both locks in one at 10s", sizes(calls))
+		t.Fatalf("batches %v; want both locks in one at 20s", sizes(calls))
 	}
 	store.set(func(s *batchStore) { s.err = errStoreDown })
 	deadlines := map[*core.Lock]time.Time{
-		short: t0.Add(10*time.Second + core.DefaultTTL - core.SafetyMargin(core.DefaultTTL)),
-		long:  t0.Add(10*time.Second + 36*time.Second - core.SafetyMargin(36*time.Second)),
+		short: t0.Add(20*time.Second + core.DefaultTTL - core.SafetyMargin(core.DefaultTTL)),
+		long:  t0.Add(20*time.Second + 60*time.Second - core.SafetyMargin(60*time.Second)),
 	}
 	lostAt := map[*core.Lock]time.Time{}
-	for clock.Now().Before(t0.Add(time.Minute)) {
+	for clock.Now().Before(t0.Add(90 * time.Second)) {
 		clock.Advance(100 * time.Millisecond)
 		for lk := range deadlines {
 			if _, seen := lostAt[lk]; !seen && isDone(lk.Done()) {
@@ -333,26 +334,34 @@ func TestBatchWrongAnswerCount(t *testing.T) {
 	}
 }
 
-// TestBatchCoalescesLocksDueSoon: locks taken a little apart renew in one
-// batch from the first renewal on; a lock due later than a quarter of its
-// interval waits for its own time.
-func TestBatchCoalescesLocksDueSoon(t *testing.T) {
+// TestBatchRenewsOnTheGrid: the locks of one ttl renew together, on a
+// grid of their renewal interval counted from the instance's start: each
+// at the last grid point before its renewal falls due (early, never late),
+// and from then on at every grid point. Locks of another ttl keep their
+// own grid.
+func TestBatchRenewsOnTheGrid(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := newBatchStore(core.NewMemoryStore(core.WithMemoryClock(clock)), clock, 10)
 	locks := coretest.NewLocks(t, store, core.WithClock(clock))
-	for i, at := range []time.Duration{0, time.Second, 2500 * time.Millisecond, 2501 * time.Millisecond} {
+	take := func(at time.Duration, key string, opts ...core.AcquireOption) {
 		clock.Advance(at - clock.Now().Sub(t0))
-		mustAcquire(t, locks, fmt.Sprint("k", i))
+		mustAcquire(t, locks, key, opts...)
 	}
+	// ttl 30s (grid every 10s): due at 10s, 11s, 12.5s, 12.501s and
+	// 19.999s, all renewed at 10s; due at 20.5s, renewed at 20s.
+	for i, at := range []time.Duration{0, time.Second, 2500 * time.Millisecond, 2501 * time.Millisecond} {
+		take(at, fmt.Sprint("k", i))
+	}
+	take(3*time.Second, "long", core.WithTTL(time.Minute)) // grid every 20s: due at 23s, renewed at 20s
+	take(9999*time.Millisecond, "k4")
+	take(10500*time.Millisecond, "k5")
 	clock.Advance(59*time.Second - clock.Now().Sub(t0))
 	calls, _ := store.calls()
 	var got []string
 	for _, c := range calls {
 		got = append(got, fmt.Sprintf("%v:%d", c.at.Sub(t0), len(c.leases)))
 	}
-	// k0, k1 and k2 (due by 12.5s) renew at 10s, then every 10s; k3 (due
-	// at 12.501s) at its own time, then every 10s.
-	want := []string{"10s:3", "12.501s:1", "20s:3", "22.501s:1", "30s:3", "32.501s:1", "40s:3", "42.501s:1", "50s:3", "52.501s:1"}
+	want := []string{"10s:5", "20s:7", "30s:6", "40s:7", "50s:6"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("batches (time:leases) %v; want %v", got, want)
 	}
@@ -397,12 +406,14 @@ func TestBatchCallHasADeadline(t *testing.T) {
 		deadlines = append(deadlines, time.Until(d).Round(time.Second))
 	}
 	locks := coretest.NewLocks(t, store, core.WithClock(clock))
-	mustAcquire(t, locks, "a")
-	mustAcquire(t, locks, "b", core.WithTTL(36*time.Second)) // coalesced with a
+	mustAcquire(t, locks, "b", core.WithTTL(time.Minute)) // due at 20s
 	clock.Advance(10 * time.Second)
-	// Sent at 10s; b's deadline is 36s - 1.8s after its acquisition at 0s:
-	// 24.2s after the send, the later of the two.
-	if want := []time.Duration{24 * time.Second}; !slices.Equal(deadlines, want) {
+	mustAcquire(t, locks, "a") // due at 20s
+	clock.Advance(10 * time.Second)
+	// Sent at 20s; a's deadline is 30s - 1.5s after its acquisition at
+	// 10s, b's 60s - 3s after its own at 0s: 37s after the send, the later
+	// of the two.
+	if want := []time.Duration{37 * time.Second}; !slices.Equal(deadlines, want) {
 		t.Fatalf("batch contexts end in %v; want %v", deadlines, want)
 	}
 }
@@ -472,4 +483,25 @@ func TestBatchObservedPerLease(t *testing.T) {
 		"end renew b ok=false err=-",
 		"end hold b ok=false err=lost(refused by the store)",
 	)
+}
+
+// TestSingleRenewalsKeepTheirOwnTime: without batch renewal there is
+// nothing to gain by renewing early, so each lock renews a third of its
+// ttl after its last renewal was sent, off any grid.
+func TestSingleRenewalsKeepTheirOwnTime(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	spy := newSpy(core.NewMemoryStore(core.WithMemoryClock(clock)), clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
+	mustAcquire(t, locks, "a")
+	clock.Advance(2500 * time.Millisecond)
+	mustAcquire(t, locks, "b")
+	clock.Advance(30 * time.Second)
+	for key, want := range map[string][]time.Duration{
+		"a": {10 * time.Second, 20 * time.Second, 30 * time.Second},
+		"b": {12500 * time.Millisecond, 22500 * time.Millisecond, 32500 * time.Millisecond},
+	} {
+		if got := since(spy.timesKey("renew", key)); !slices.Equal(got, want) {
+			t.Errorf("renewals of %s at %v; want %v", key, got, want)
+		}
+	}
 }

@@ -3,7 +3,7 @@ package core
 import "container/heap"
 
 // indexedHeap is a min-heap whose items know their position, so that one can
-// be moved or removed in O(log n). It serves the renewal scheduler (locks by
+// be moved or removed in O(log n). It serves the lease keeper (locks by
 // due time) and ManualClock (timers by due time).
 type indexedHeap[T any] struct {
 	items []T

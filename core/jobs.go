@@ -298,7 +298,7 @@ func (j *Job) ownLease(ctx context.Context) (*Lock, error) {
 			return j.lease, nil
 		}
 		// A renewal is overdue (this process was paused): until the
-		// scheduler learns whether the store kept it, do not run.
+		// keeper learns whether the store kept it, do not run.
 		return nil, j.skip(SkipOtherInstance)
 	}
 	lk, err := j.locks.Acquire(ctx, j.leaseKey(), WithTTL(j.ttl), asKind(KindJobLease))
@@ -331,7 +331,7 @@ func (j *Job) handBack(ctx context.Context) error {
 		return nil
 	}
 	rest := lease.holdLeft(start, MinHold)
-	err := lease.releaseAfter(ctx, rest)
+	err := j.locks.keeper.release(ctx, lease, rest)
 	attrs := []any{"key", j.key, "token", lease.Token()}
 	if rest > 0 {
 		attrs = append(attrs, "expires_in", rest)

@@ -441,7 +441,7 @@ func TestCloseRightAfterARunLetsARenewalInFlightLandFirst(t *testing.T) {
 	inFlight, second, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	spy.beforeRenew = func(ctx context.Context, key string) {
 		switch renewals.Add(1) {
-		case 1: // the scheduler's renewal, held in flight
+		case 1: // the keeper's renewal, held in flight
 			close(inFlight)
 			<-unblock
 		case 2: // Close's
@@ -471,7 +471,7 @@ func TestCloseRightAfterARunLetsARenewalInFlightLandFirst(t *testing.T) {
 	pollUntil(t, "Close to end the lease", func() bool { return lease.Load().Context().Err() != nil })
 	select {
 	case <-second:
-		t.Fatal("Close renewed the lease while the scheduler's renewal was still in flight")
+		t.Fatal("Close renewed the lease while the keeper's renewal was still in flight")
 	case <-time.After(100 * time.Millisecond): // a grace for a wrong Close to show itself
 	}
 	close(unblock)

@@ -4,22 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
-
-// releaseTimeout bounds a release whose caller gave a context that is
-// already done: the lock is still handed back, within this time.
-const releaseTimeout = 10 * time.Second
-
-// MinHold is how long the lock that guards a job stays taken, from the
-// start of a run, when it is handed back sooner. Schedulers on several
-// instances fire the same tick a little apart; an instance that fires up to
-// MinHold late finds the key still taken and skips the tick instead of
-// running it a second time. [Locks.Close] hands job leases back this way;
-// an adapter for a scheduler that takes a lock per run (gocronguard) does
-// it with [Lock.HandBack].
-const MinHold = time.Second
 
 // Lock is a held lease on a key, taken with [Locks.Acquire]. While it is
 // held, the [Locks] instance renews it every ttl/3. Its [Lock.Context] ends
@@ -48,27 +34,14 @@ type Lock struct {
 	// nil when that ctx can never end.
 	stopWatch func() bool
 
-	mu       sync.Mutex
-	state    lockState
-	deadline time.Time // see holderDeadline
-	// renewing is closed when the renewal in flight returns; nil when none is.
-	renewing chan struct{}
-	lastErr  error // the last failed renewal's error
-	lostErr  *LockLostError
-	onEnd    []func(cause error)
+	// lease is the lock's state and its transitions (lease.go).
+	lease lease
 
-	// Owned by the scheduler, under its mutex.
-	due       time.Time
+	// Owned by the keeper, under its mutex: when it next looks at the
+	// lock, and the lock's place in its heap.
+	next      time.Time
 	heapIndex int
 }
-
-type lockState int
-
-const (
-	stateHeld lockState = iota
-	stateReleased
-	stateLost
-)
 
 type lockKey struct{}
 
@@ -99,7 +72,8 @@ func LockFromContext(ctx context.Context) *Lock {
 }
 
 func newLock(l *Locks, parent context.Context, key, owner string, token int64, cfg acquireConfig, sent time.Time, endHold func(bool, error)) *Lock {
-	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: cfg.ttl, kind: cfg.kind, acquired: sent, endHold: endHold, deadline: holderDeadline(sent, cfg.ttl), heapIndex: -1}
+	lk := &Lock{locks: l, key: key, owner: owner, token: token, ttl: cfg.ttl, kind: cfg.kind, acquired: sent, endHold: endHold, heapIndex: -1}
+	lk.lease.deadline = holderDeadline(sent, cfg.ttl)
 	lk.value = lockValue{parent, lk}
 	lk.ctx, lk.cancel = context.WithCancelCause(&lk.value)
 	if parent.Done() != nil { // else it never ends: nothing to watch
@@ -142,93 +116,7 @@ func (lk *Lock) Held() bool {
 		// release it triggers may still be on its way).
 		return false
 	}
-	now := lk.locks.clock.Now()
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.state == stateHeld && now.Before(lk.deadline)
-}
-
-// Release hands the lock back and ends its context. It does so even when ctx
-// is already done (within a bounded time), so a deferred Release on a
-// cancelled request still frees the key. Releasing twice is a no-op. It
-// returns the [*LockLostError] if the lock was lost before it was released,
-// because the work it protected may not have been alone.
-func (lk *Lock) Release(ctx context.Context) error { return lk.releaseAfter(ctx, 0) }
-
-// releaseAfter ends the lock like Release. With after > 0 it leaves the key
-// taken in the store for after more, on the store's clock, by renewing it
-// for that long instead of releasing it: nobody takes the key before then,
-// and nobody here waits for it.
-func (lk *Lock) releaseAfter(ctx context.Context, after time.Duration) error {
-	lk.mu.Lock()
-	switch lk.state {
-	case stateReleased:
-		lk.mu.Unlock()
-		return nil
-	case stateLost:
-		lk.mu.Unlock()
-		return lk.lostErr
-	}
-	lk.state = stateReleased
-	hooks := lk.takeHooksLocked()
-	renewing := lk.renewing
-	lk.mu.Unlock()
-
-	lk.unwatch()
-	lk.cancel(ErrReleased)
-	lk.locks.forget(lk)
-	runHooks(hooks, ErrReleased)
-
-	// The release goes on if ctx ends meanwhile (a ctx that can never end
-	// needs no detaching), within releaseTimeout.
-	rctx := ctx
-	if ctx.Done() != nil {
-		rctx = context.WithoutCancel(ctx)
-	}
-	rctx, cancel := context.WithTimeout(rctx, releaseTimeout)
-	defer cancel()
-	op := Op{Type: OpRelease, Key: lk.key, Kind: lk.kind}
-	if after > 0 {
-		// A handback keeps the key for the rest of its hold: a renewal
-		// for after. A renewal still in flight would move the expiry back
-		// to ttl from now if it reached the store after this call: let it
-		// land first. (A Release needs no such care: the late renewal
-		// finds no owner.)
-		op.Type = OpRenew
-		if renewing != nil {
-			select {
-			case <-renewing:
-			case <-rctx.Done():
-			}
-		}
-	}
-	rctx, end := lk.locks.observe(rctx, op)
-	var ok bool
-	var err error
-	if after > 0 {
-		ok, err = lk.locks.store.Renew(rctx, lk.key, lk.owner, after)
-	} else {
-		ok, err = lk.locks.store.Release(rctx, lk.key, lk.owner)
-	}
-	end(ok, err)
-	if err != nil {
-		err = fmt.Errorf("leasehold: release %q: %w", lk.key, err)
-		lk.endHold(false, err)
-		return err
-	}
-	if !ok {
-		// The store no longer had it: it expired there before this holder
-		// noticed, so another holder may have run alongside.
-		lost := &LockLostError{Key: lk.key, Token: lk.token, Reason: LostRefused}
-		lk.locks.reportLost(lost)
-		lk.endHold(false, lost)
-		return lost
-	}
-	lk.endHold(true, nil)
-	if lk.locks.debug() {
-		lk.locks.log.Debug("leasehold: lock released", "key", lk.key, "token", lk.token)
-	}
-	return nil
+	return lk.lease.trusted(lk.locks.clock.Now())
 }
 
 // unwatch detaches the release that runs when Acquire's ctx ends.
@@ -238,53 +126,12 @@ func (lk *Lock) unwatch() {
 	}
 }
 
-// lose marks the lock lost and tells everyone who should know.
-func (lk *Lock) lose(reason LossReason) {
-	lk.mu.Lock()
-	if lk.state != stateHeld {
-		lk.mu.Unlock()
-		return
-	}
-	lk.state = stateLost
-	lk.lostErr = &LockLostError{Key: lk.key, Token: lk.token, Reason: reason, Err: lk.lastErr}
-	hooks := lk.takeHooksLocked()
-	lk.mu.Unlock()
-
-	lk.unwatch()
-	lk.cancel(lk.lostErr)
-	lk.locks.forget(lk)
-	lk.locks.reportLost(lk.lostErr)
-	lk.endHold(false, lk.lostErr)
-	runHooks(hooks, lk.lostErr)
-}
-
 // whenEnded calls fn, synchronously, when the lock is released (cause
 // ErrReleased) or lost (cause the *LockLostError); at once if it already is.
 // Unlike context.AfterFunc it runs in the goroutine that ended the lock, so
 // on a ManualClock a loss and its consequences happen within Advance.
 func (lk *Lock) whenEnded(fn func(cause error)) {
-	lk.mu.Lock()
-	if lk.state == stateHeld {
-		lk.onEnd = append(lk.onEnd, fn)
-		lk.mu.Unlock()
-		return
-	}
-	var cause error = ErrReleased
-	if lk.state == stateLost {
-		cause = lk.lostErr
-	}
-	lk.mu.Unlock()
-	fn(cause)
-}
-
-func (lk *Lock) takeHooksLocked() []func(error) {
-	hooks := lk.onEnd
-	lk.onEnd = nil
-	return hooks
-}
-
-func runHooks(hooks []func(error), cause error) {
-	for _, fn := range hooks {
+	if cause, held := lk.lease.whenEnded(fn); !held {
 		fn(cause)
 	}
 }
@@ -301,20 +148,6 @@ func (lk *Lock) run(fn func(ctx context.Context) error) (err error) {
 		}
 	}()
 	return fn(lk.ctx)
-}
-
-// HandBack ends the lock like [Lock.Release], except that the key stays
-// taken in the store until hold has passed since the lock was acquired:
-// instead of releasing it, HandBack renews it once for the rest of hold and
-// stops renewing it, so the store frees it then, on the store's own clock.
-// Nothing waits for that: HandBack returns after that one store call, on
-// any clock. Once hold has passed, it is Release. Either way it returns
-// what Release would, such as the [*LockLostError] of a lock lost before.
-//
-// Hand back with [MinHold] a lock taken for one run of a scheduled job, so
-// that instances firing the same tick a little later skip it.
-func (lk *Lock) HandBack(ctx context.Context, hold time.Duration) error {
-	return lk.releaseAfter(ctx, lk.holdLeft(lk.acquired, hold))
 }
 
 // holdLeft is how much of hold, counted from start on the Locks clock, is
@@ -334,79 +167,5 @@ func (lk *Lock) lostError() error {
 	if lk == nil {
 		return nil
 	}
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.state == stateLost {
-		return lk.lostErr
-	}
-	return nil
-}
-
-// tick is a due lock's turn: declare it lost if its deadline has passed,
-// else say that a renewal is to be sent (unless one is still in flight).
-func (lk *Lock) tick(now time.Time) (deadline time.Time, send bool) {
-	lk.mu.Lock()
-	if lk.state != stateHeld {
-		lk.mu.Unlock()
-		return deadline, false
-	}
-	if !now.Before(lk.deadline) {
-		lk.mu.Unlock()
-		lk.lose(LostDeadline)
-		return deadline, false
-	}
-	deadline = lk.deadline
-	inFlight := lk.renewing != nil
-	if !inFlight {
-		lk.renewing = make(chan struct{})
-	}
-	lk.mu.Unlock()
-	// Come back at the deadline in any case: a renewal that hangs must not
-	// keep the holder believing past it.
-	lk.locks.sched.schedule(lk, deadline)
-	return deadline, !inFlight
-}
-
-// renew sends one renewal, sent at sent, and acts on the answer.
-func (lk *Lock) renew(sent, deadline time.Time) {
-	l := lk.locks
-	ctx, cancel := renewalContext(l.sched.ctx, sent, deadline)
-	ctx, end := l.observe(ctx, Op{Type: OpRenew, Key: lk.key, Kind: lk.kind})
-	ok, err := l.store.Renew(ctx, lk.key, lk.owner, lk.ttl)
-	end(ok, err)
-	cancel()
-	lk.afterRenewal(sent, deadline, ok, err)
-}
-
-// afterRenewal acts on the answer to a renewal of lk sent at sent, when
-// its deadline was deadline: a confirmed renewal moves the deadline and
-// schedules the next, a refusal loses the lock, a failure retries until
-// the deadline. Single and batch renewals share it.
-func (lk *Lock) afterRenewal(sent, deadline time.Time, ok bool, err error) {
-	l := lk.locks
-	lk.mu.Lock()
-	close(lk.renewing)
-	lk.renewing = nil
-	if lk.state != stateHeld {
-		lk.mu.Unlock()
-		return
-	}
-	switch {
-	case err != nil:
-		lk.lastErr = err
-		retry := l.clock.Now().Add(retryDelay(lk.ttl))
-		if retry.After(lk.deadline) {
-			retry = lk.deadline
-		}
-		lk.mu.Unlock()
-		l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", deadline, "err", err)
-		l.sched.schedule(lk, retry)
-	case !ok:
-		lk.mu.Unlock()
-		lk.lose(LostRefused)
-	default:
-		lk.deadline, lk.lastErr = holderDeadline(sent, lk.ttl), nil
-		lk.mu.Unlock()
-		l.sched.schedule(lk, sent.Add(lk.ttl/3))
-	}
+	return lk.lease.lostError()
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // Locks takes leases on a [LockStore] and keeps them: each held [Lock] is
-// renewed every ttl/3 by one scheduler shared by the instance (no goroutine
+// renewed every ttl/3 by one keeper shared by the instance (no goroutine
 // per lock), and its context is cancelled the moment the holder can no longer
 // be sure it holds it. A service creates one Locks per store at start-up and
 // closes it at shutdown. It is safe for concurrent use.
@@ -29,7 +29,7 @@ type Locks struct {
 	ttl      time.Duration
 	// ownerStart starts every owner id: the instance name and a slash.
 	ownerStart string
-	sched      *scheduler
+	keeper     *keeper
 	// base is the parent of renewal and release calls; Close cancels it
 	// last, so no store call outlives the instance.
 	base       context.Context
@@ -86,7 +86,7 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 	}
 	l.base, l.cancelBase = context.WithCancel(context.Background())
 	l.guards.init()
-	l.sched = newScheduler(l)
+	l.keeper = newKeeper(l)
 	if _, ok := store.(*MemoryStore); ok {
 		l.log.Warn("leasehold: using the memory store: it excludes callers in this process only; give every instance a shared store")
 	} else {
@@ -243,7 +243,7 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	lk := newLock(l, ctx, key, owner, token, cfg, sent, endHold)
 	l.held[lk] = struct{}{}
 	l.mu.Unlock()
-	l.sched.schedule(lk, sent.Add(cfg.ttl/3))
+	l.keeper.hold(lk, sent)
 	if l.debug() {
 		l.log.Debug("leasehold: lock acquired", "key", key, "token", token, "owner", owner)
 	}
@@ -304,7 +304,7 @@ func (l *Locks) Close(ctx context.Context) error {
 	l.mu.Unlock()
 	err = errors.Join(err, releaseAll(ctx, locks))
 
-	l.sched.stop()
+	l.keeper.stop()
 	l.cancelBase()
 	return err
 }
@@ -332,7 +332,6 @@ func (l *Locks) forget(lk *Lock) {
 	l.mu.Lock()
 	delete(l.held, lk)
 	l.mu.Unlock()
-	l.sched.remove(lk)
 }
 
 // emit delivers ev to the event handler, if any, and survives its panic.

@@ -12,7 +12,7 @@ import (
 // but this interface.
 //
 // Start is called as each operation begins, and its end function as it
-// ends, on the goroutines that do the work (often the renewal scheduler).
+// ends, on the goroutines that do the work (often the lease keeper, see keeper.go).
 // The context Start returns is the one the
 // operation runs in: a store call receives it, and the context of a
 // WithLock callback or a job run derives from it, so a tracer puts its span

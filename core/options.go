@@ -37,7 +37,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithEventHandler sets a function that receives every [Event]. It is called
 // synchronously from the goroutine that noticed the event (often the
-// renewal scheduler), so it must return quickly; a panic in it is recovered
+// lease keeper), so it must return quickly; a panic in it is recovered
 // and logged. It may call [Locks.Close] (to stop a process that lost a lock,
 // say): Close then does not wait for the renewal that is running the handler.
 func WithEventHandler(fn func(Event)) Option { return func(c *config) { c.onEvent = fn } }

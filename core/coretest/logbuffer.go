@@ -9,7 +9,7 @@ import (
 
 // LogBuffer keeps what is written to it, for a test to read back. Several
 // goroutines may write to it at once, as the loggers of a [core.Locks] do
-// (renewals log from the renewal scheduler's goroutines). The zero value is
+// (renewals log from the lease keeper's goroutines). The zero value is
 // an empty buffer.
 type LogBuffer struct {
 	mu  sync.Mutex
