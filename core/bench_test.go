@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,4 +122,46 @@ func BenchmarkHeld10k(b *testing.B) {
 			b.ReportMetric(float64(runtime.NumGoroutine()-before), "goroutines-grown")
 		})
 	}
+
+	// "steady": the 10,000 locks taken one by one over 10s, as a busy
+	// service takes them, then held; the store calls of every period are
+	// logged, and steady-max-calls is the most of a period from the second
+	// after the last acquisition on.
+	b.Run("steady", func(b *testing.B) {
+		store := &countingStore{BatchRenewer: core.NewMemoryStore()}
+		h := coretest.HoldSteadily(b, store, "held", 10_000, 10*time.Second, store.n.Load)
+		b.ReportAllocs()
+		for b.Loop() {
+			h.Period()
+		}
+		h.Report(b, "calls")
+	})
+}
+
+// countingStore is the memory store, counting its calls.
+type countingStore struct {
+	core.BatchRenewer // the memory store
+	n                 atomic.Int64
+}
+
+func (s *countingStore) store() core.LockStore { return s.BatchRenewer.(core.LockStore) }
+
+func (s *countingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	s.n.Add(1)
+	return s.store().Acquire(ctx, key, owner, ttl)
+}
+
+func (s *countingStore) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	s.n.Add(1)
+	return s.store().Renew(ctx, key, owner, ttl)
+}
+
+func (s *countingStore) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.n.Add(1)
+	return s.store().Release(ctx, key, owner)
+}
+
+func (s *countingStore) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	s.n.Add(1)
+	return s.BatchRenewer.RenewBatch(ctx, leases)
 }

@@ -5,7 +5,8 @@
 // ([LogBuffer]), a resource that refuses a write whose fencing token is
 // lower than the highest it has seen ([FencedResource]), and an instance
 // holding many locks on a manual clock, for benchmarks of renewal at scale
-// ([HoldMany]).
+// ([HoldMany], or [HoldSteadily] to take them at a steady rate and count
+// the store's calls of every renewal period).
 //
 // It imports only the standard library and core, and lives in core's module,
 // so importing it adds nothing to a go.mod.

@@ -16,6 +16,16 @@ type Holder struct {
 	Locks *core.Locks
 	Clock *core.ManualClock
 	Held  []*core.Lock
+
+	// Set by HoldSteadily only.
+	start        time.Time
+	interval     time.Duration // the locks' renewal period, ttl/3
+	calls        func() int64
+	counted      int64 // calls() at the end of the last period
+	acquired     int   // acquisitions in the current period
+	lastAcquired int   // the period of the last acquisition
+	periods      []PeriodFigures
+	watch        *watch
 }
 
 // holderWorkers is how many acquisitions HoldMany runs at once.
@@ -50,6 +60,10 @@ func HoldMany(tb testing.TB, store core.LockStore, prefix string, n int, opts ..
 // ttl of its locks, and returns once every renewal it triggered has its
 // answer.
 func (h *Holder) Period() {
+	if h.calls != nil {
+		h.advanceTo(h.Clock.Now().Add(h.interval))
+		return
+	}
 	if len(h.Held) > 0 {
 		h.Clock.Advance(h.Held[0].TTL() / 3)
 	}
