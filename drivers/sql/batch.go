@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"unicode/utf16"
 
@@ -23,10 +24,10 @@ func (s *Store) MaxBatch() int { return s.d.maxBatch }
 //
 //   - PostgreSQL and SQLite: one statement, an UPDATE that joins the
 //     table to the leases and returns the rows it renewed. One round trip.
-//   - MySQL/MariaDB, which have no UPDATE ... RETURNING: a transaction that
-//     reads the leases still held and locks their rows (SELECT ... FOR
-//     UPDATE), then renews exactly those in one UPDATE: BEGIN, SELECT,
-//     UPDATE, COMMIT, four round trips (six when the client prepares each
+//   - MySQL/MariaDB, which have no UPDATE ... RETURNING: two statements,
+//     no transaction. An UPDATE renews the live leases and marks their
+//     rows with a number drawn for the call; a SELECT reads the marked
+//     rows back. Two round trips (four when the client prepares each
 //     statement first, as go-sql-driver/mysql does without
 //     interpolateParams). A deadlock is retried a few times, like
 //     Acquire's.
@@ -50,7 +51,7 @@ func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, er
 	if s.st.renewBatch.sql != "" {
 		held, err = s.renewBatchOnce(ctx, leases)
 	} else {
-		held, err = s.renewBatchTx(ctx, leases)
+		held, err = s.renewBatchMarked(ctx, leases)
 	}
 	if err != nil {
 		return nil, s.fail(err)
@@ -86,36 +87,22 @@ func (s *Store) renewBatchOnce(ctx context.Context, leases []core.Lease) (map[ho
 	return held, err
 }
 
-// renewBatchTx is MySQL's batch transaction (see mysqlTemplates): it locks
-// the rows of the leases still held, renews exactly those, and returns them.
-func (s *Store) renewBatchTx(ctx context.Context, leases []core.Lease) (map[holding]bool, error) {
-	var held map[holding]bool
+// renewBatchMarked is MySQL's batch (see mysqlTemplates): one statement
+// renews the live leases and marks their rows, a second reads the marked
+// rows. A deadlock of the first is retried a few times, like Acquire's.
+func (s *Store) renewBatchMarked(ctx context.Context, leases []core.Lease) (map[holding]bool, error) {
+	v := values{batch: batchJSON(leases, s.d.batchHex), mark: rand.Int64N(1<<62-1) + 1}
+	renew := s.st.renewMarked
 	err := s.retryTx(ctx, func() error {
-		held = make(map[holding]bool, len(leases))
-		return s.tx.InTx(ctx, func(tx Executor) error {
-			lock := s.st.lockBatch
-			if err := tx.Query(ctx, lock.sql, lock.args(values{batch: batchJSON(leases, s.d.batchHex)}), scanHoldings(held)); err != nil {
-				return err
-			}
-			if len(held) == 0 {
-				return nil
-			}
-			found := make([]core.Lease, 0, len(held))
-			for _, l := range leases {
-				if held[holding{l.Key, l.Owner}] {
-					found = append(found, l)
-				}
-			}
-			renew := s.st.renewLocked
-			res, err := tx.Exec(ctx, renew.sql, renew.args(values{batch: batchJSON(found, s.d.batchHex)}))
-			if err != nil {
-				return err
-			}
-			// Each row found is locked, and held by the lease's owner: the
-			// update must change every one of them, and nothing else.
-			return wantRows(res, int64(len(held)))
-		})
+		_, err := s.exec.Exec(ctx, renew.sql, renew.args(v))
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[holding]bool, len(leases))
+	read := s.st.readMarked
+	err = s.exec.Query(ctx, read.sql, read.args(v), scanHoldings(held))
 	return held, err
 }
 

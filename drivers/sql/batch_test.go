@@ -103,33 +103,40 @@ func TestRenewBatchOneStatement(t *testing.T) {
 	}
 }
 
-// On MySQL a batch is a transaction: the locking read decides, and the
-// update renews exactly the leases it found.
+// On MySQL a batch is two statements and no transaction: the update
+// renews the live leases and marks them with a number drawn for the call,
+// retried after a deadlock; the read returns the rows with that mark.
 func TestRenewBatchMySQL(t *testing.T) {
 	deadlock := &mysql.MySQLError{Number: 1213}
 	for _, tc := range []struct {
 		name     string
 		rows     []row
-		lockErr  []error // the locking read's error, per attempt
-		affected int64
+		execErr  []error // the update's error, per attempt
+		readErr  error
 		want     []bool
 		wantErr  bool
 		attempts int
 	}{
-		{name: "mixed", rows: batchRows, affected: 3, want: batchAnswers, attempts: 1},
+		{name: "mixed", rows: batchRows, want: batchAnswers, attempts: 1},
 		{name: "none held", rows: nil, want: make([]bool, len(batchLeases)), attempts: 1},
-		{name: "deadlock, then done", rows: batchRows, lockErr: []error{deadlock, deadlock}, affected: 3, want: batchAnswers, attempts: 3},
-		{name: "deadlock every time", rows: batchRows, lockErr: slices.Repeat([]error{deadlock}, 10), wantErr: true, attempts: txAttempts},
-		{name: "lost connection", rows: batchRows, lockErr: []error{errors.New("connection reset")}, wantErr: true, attempts: 1},
-		{name: "rows not ours", rows: batchRows, affected: 4, wantErr: true, attempts: 1},
+		{name: "deadlock, then done", rows: batchRows, execErr: []error{deadlock, deadlock}, want: batchAnswers, attempts: 3},
+		{name: "deadlock every time", rows: batchRows, execErr: slices.Repeat([]error{deadlock}, 10), wantErr: true, attempts: txAttempts},
+		{name: "lost connection", rows: batchRows, execErr: []error{errors.New("connection reset")}, wantErr: true, attempts: 1},
+		{name: "read fails", rows: batchRows, readErr: errors.New("connection reset"), wantErr: true, attempts: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeTx{}
 			attempt := 0
-			f.query = func(q string, scan func(Row) error) error {
+			f.exec = func(string) (sql.Result, error) {
 				attempt++
-				if attempt <= len(tc.lockErr) {
-					return tc.lockErr[attempt-1]
+				if attempt <= len(tc.execErr) {
+					return nil, tc.execErr[attempt-1]
+				}
+				return result{int64(len(tc.rows)), 0}, nil
+			}
+			f.query = func(q string, scan func(Row) error) error {
+				if tc.readErr != nil {
+					return tc.readErr
 				}
 				for _, r := range tc.rows {
 					if err := scan(r); err != nil {
@@ -138,14 +145,13 @@ func TestRenewBatchMySQL(t *testing.T) {
 				}
 				return nil
 			}
-			f.exec = func(string) (sql.Result, error) { return result{tc.affected, 0}, nil }
 			s, err := NewWithExecutor(f, MySQL)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := s.RenewBatch(context.Background(), batchLeases)
-			if (err != nil) != tc.wantErr || !tc.wantErr && !slices.Equal(got, tc.want) || f.began != tc.attempts {
-				t.Fatalf("RenewBatch = %v, %v in %d transactions; want %v (error %v) in %d", got, err, f.began, tc.want, tc.wantErr, tc.attempts)
+			if (err != nil) != tc.wantErr || !tc.wantErr && !slices.Equal(got, tc.want) || attempt != tc.attempts || f.began != 0 {
+				t.Fatalf("RenewBatch = %v, %v in %d updates and %d transactions; want %v (error %v) in %d updates and none", got, err, attempt, f.began, tc.want, tc.wantErr, tc.attempts)
 			}
 			if tc.wantErr {
 				if got != nil || !strings.HasPrefix(err.Error(), "sqlstore: ") {
@@ -153,24 +159,15 @@ func TestRenewBatchMySQL(t *testing.T) {
 				}
 				return
 			}
-			last := f.stmts[len(f.stmts)-1]
-			if len(tc.rows) == 0 {
-				if last != s.st.lockBatch.sql || f.committed != 1 {
-					t.Fatalf("with no lease held, ran %q; want the locking read only, committed", f.stmts)
-				}
-				return
+			want := slices.Repeat([]string{s.st.renewMarked.sql}, tc.attempts)
+			want = append(want, s.st.readMarked.sql)
+			if !slices.Equal(f.stmts, want) {
+				t.Fatalf("ran %q; want the marking update (%d times), then the read", f.stmts, tc.attempts)
 			}
-			if last != s.st.renewLocked.sql || f.stmts[len(f.stmts)-2] != s.st.lockBatch.sql || f.committed != 1 {
-				t.Fatalf("ran %q; want the locking read, then the update, committed", f.stmts)
-			}
-			var found []core.Lease
-			for i, l := range batchLeases {
-				if tc.want[i] {
-					found = append(found, l)
-				}
-			}
-			if f.args[len(f.args)-2][0] != batchJSON(batchLeases, true) || f.args[len(f.args)-1][0] != batchJSON(found, true) {
-				t.Fatalf("read with %q and updated with %q; want every lease, then the ones found, in hex", f.args[len(f.args)-2], f.args[len(f.args)-1])
+			update, read := f.args[0], f.args[len(f.args)-1]
+			mark, ok := update[1].(int64)
+			if update[0] != batchJSON(batchLeases, true) || read[0] != update[0] || !ok || mark < 1 || mark >= 1<<62 || read[1] != mark {
+				t.Fatalf("updated with %q and read with %q; want every lease in hex, and one mark in [1, 2^62) for both", update, read)
 			}
 		})
 	}

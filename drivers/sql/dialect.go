@@ -53,10 +53,10 @@ type templates struct {
 	// one statement and returns the key and owner of each row it renewed.
 	// PostgreSQL and SQLite.
 	renewBatch string
-	// MySQL's batch transaction, see mysqlTemplates: lockBatch returns the
-	// key and owner of the live leases of a batch and locks their rows;
-	// renewLocked renews every lease of a batch of those.
-	lockBatch, renewLocked string
+	// MySQL's batch, see mysqlTemplates: renewMarked renews the live
+	// leases of a JSON batch and marks their rows; readMarked returns the
+	// key and owner of each row of the batch with that mark.
+	renewMarked, readMarked string
 	// list returns key, owner, token and microseconds left of live locks.
 	list string
 	// resetTokens sends the token source back to zero.
@@ -65,11 +65,11 @@ type templates struct {
 
 // statements are a dialect's templates rendered for one placeholder style.
 type statements struct {
-	schema, drop                       []string
-	migrateLock                        string
-	acquire, ensure, lock, draw, take  stmt
-	renew, release, list, reset        stmt
-	renewBatch, lockBatch, renewLocked stmt
+	schema, drop                        []string
+	migrateLock                         string
+	acquire, ensure, lock, draw, take   stmt
+	renew, release, list, reset         stmt
+	renewBatch, renewMarked, readMarked stmt
 }
 
 func (t templates) render(p Placeholder) statements {
@@ -83,7 +83,7 @@ func (t templates) render(p Placeholder) statements {
 		schema: t.schema, drop: t.drop, migrateLock: t.migrateLock,
 		acquire: r(t.acquire), ensure: r(t.ensure), lock: r(t.lock), draw: r(t.draw), take: r(t.take),
 		renew: r(t.renew), release: r(t.release), list: r(t.list), reset: r(t.resetTokens),
-		renewBatch: r(t.renewBatch), lockBatch: r(t.lockBatch), renewLocked: r(t.renewLocked),
+		renewBatch: r(t.renewBatch), renewMarked: r(t.renewMarked), readMarked: r(t.readMarked),
 	}
 }
 

@@ -58,25 +58,32 @@ WHERE lock_key = {key} FOR UPDATE`,
 WHERE lock_key = {key}`,
 		renew: `UPDATE ` + t + ` SET expires_at = ` + expiry + `, version = version + 1
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > UTC_TIMESTAMP(6)`,
-		// A batch without RETURNING is a transaction of BEGIN, lockBatch,
-		// renewLocked and COMMIT. lockBatch finds the live leases of the
-		// batch and locks their rows: that is the decision, and the
-		// answer. renewLocked then renews exactly those (a batch of the
-		// leases found), with no second look at the expiry: under the row
-		// locks nobody can have taken them since. Keys and owners arrive
-		// as hex, so the JSON is ASCII and UNHEX gives their bytes
-		// whatever the connection's character set (a utf8mb3 connection
-		// cannot decode a 4-byte character from JSON). JSON_TABLE drives
-		// the join, with one primary key lookup per lease.
-		lockBatch: `SELECT l.lock_key, l.owner
-FROM JSON_TABLE({batch}, '$[*]' COLUMNS (k VARCHAR(4000) PATH '$[0]', o VARCHAR(4000) PATH '$[1]')) AS v
-JOIN ` + t + ` AS l ON l.lock_key = UNHEX(v.k) AND l.owner = UNHEX(v.o)
-WHERE l.expires_at > UTC_TIMESTAMP(6)
-FOR UPDATE`,
-		renewLocked: `UPDATE ` + t + ` AS l
+		// Without UPDATE ... RETURNING, a batch is two statements, no
+		// transaction. renewMarked renews the live leases of the batch,
+		// each row atomically, as renew would, and sets their version to
+		// the call's mark, a random number in [1, 2^62) drawn per call:
+		// that is the decision. readMarked then reads the answer: the
+		// rows of the batch, still held by the lease's owner, that carry
+		// the mark. A row renewed by the call carries it until its next
+		// write (which bumps version), and only a renewal by the call
+		// gives it: a row the call did not renew cannot have it (but for
+		// a chance of one in 2^62 per row). A row written again between
+		// the two statements (released, or expired and taken) reads as
+		// not renewed, the answer that keeps nobody in for nothing. Keys
+		// and owners arrive as hex, so the JSON is ASCII and UNHEX gives
+		// their bytes whatever the connection's character set (a utf8mb3
+		// connection cannot decode a 4-byte character from JSON).
+		// JSON_TABLE drives the join, with one primary key lookup per
+		// lease.
+		renewMarked: `UPDATE ` + t + ` AS l
 JOIN JSON_TABLE({batch}, '$[*]' COLUMNS (k VARCHAR(4000) PATH '$[0]', o VARCHAR(4000) PATH '$[1]', ttl BIGINT PATH '$[2]')) AS v
 ON l.lock_key = UNHEX(v.k) AND l.owner = UNHEX(v.o)
-SET l.expires_at = UTC_TIMESTAMP(6) + INTERVAL v.ttl * 1000 MICROSECOND, l.version = l.version + 1`,
+SET l.expires_at = UTC_TIMESTAMP(6) + INTERVAL v.ttl * 1000 MICROSECOND, l.version = {mark}
+WHERE l.expires_at > UTC_TIMESTAMP(6)`,
+		readMarked: `SELECT l.lock_key, l.owner
+FROM JSON_TABLE({batch}, '$[*]' COLUMNS (k VARCHAR(4000) PATH '$[0]', o VARCHAR(4000) PATH '$[1]')) AS v
+JOIN ` + t + ` AS l ON l.lock_key = UNHEX(v.k) AND l.owner = UNHEX(v.o)
+WHERE l.version = {mark}`,
 		release: `UPDATE ` + t + ` SET owner = NULL, version = version + 1
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > UTC_TIMESTAMP(6)`,
 		list: `SELECT lock_key, owner, token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM ` + t + `

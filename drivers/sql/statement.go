@@ -37,7 +37,8 @@ func (p Placeholder) String() string {
 }
 
 // param names a value bound to a placeholder. Statements are written once
-// per dialect with {key}, {owner}, {ttl}, {token}, {prefix} and {batch}
+// per dialect with {key}, {owner}, {ttl}, {token}, {prefix}, {batch} and
+// {mark}
 // where a value goes; render turns them into the client's placeholders.
 type param uint8
 
@@ -48,6 +49,7 @@ const (
 	pToken        // MySQL: the token to write, or the floor to draw from
 	pPrefix       // List's key prefix
 	pBatch        // RenewBatch's leases, as one JSON text (see batchJSON)
+	pMark         // MySQL: the mark of one RenewBatch call's renewals
 )
 
 var paramNames = map[string]param{
@@ -57,6 +59,7 @@ var paramNames = map[string]param{
 	"token":  pToken,
 	"prefix": pPrefix,
 	"batch":  pBatch,
+	"mark":   pMark,
 }
 
 // stmt is a statement rendered for one placeholder style: its SQL text and
@@ -122,6 +125,7 @@ type values struct {
 	token      int64
 	prefix     string
 	batch      string
+	mark       int64
 }
 
 // args returns the values of st's placeholders, in order.
@@ -141,6 +145,8 @@ func (st stmt) args(v values) []any {
 			args[i] = v.prefix
 		case pBatch:
 			args[i] = v.batch
+		case pMark:
+			args[i] = v.mark
 		}
 	}
 	return args
