@@ -23,8 +23,8 @@ type PeriodFigures struct {
 }
 
 // HoldSteadily starts an instance on store, as [HoldMany] does, and
-// acquires n locks on it one after the other at a steady rate over the
-// duration over of its clock, keys "<prefix>:<i>", as a busy service takes
+// acquires n locks on it at a steady rate over the duration over of its
+// clock (a group of 32 at a time, each group at its own instant), keys "<prefix>:<i>", as a busy service takes
 // them: the renewals of the first locks run while the last are taken. It
 // counts calls() at the end of every renewal period (a third of the ttl,
 // counted from the instance's start), during the acquisitions and in every
@@ -43,17 +43,30 @@ func HoldSteadily(tb testing.TB, store core.LockStore, prefix string, n int, ove
 	h := &Holder{Clock: clock, Held: make([]*core.Lock, n), start: clock.Now(), calls: calls, watch: w}
 	h.Locks = NewLocks(tb, s, append([]core.Option{core.WithClock(clock)}, opts...)...)
 	h.counted = calls()
-	for i := range n {
-		if i > 0 {
-			h.advanceTo(h.start.Add(over * time.Duration(i) / time.Duration(n)))
+	// The locks are taken a few at a time, concurrently, each group at its
+	// own instant of the clock: a store whose expiry runs on its own real
+	// clock must not see the acquisitions take longer than a ttl.
+	errs := make([]error, holderWorkers)
+	for first := 0; first < n; first += holderWorkers {
+		if first > 0 {
+			h.advanceTo(h.start.Add(over * time.Duration(first) / time.Duration(n)))
 		}
-		lk, err := h.Locks.Acquire(context.Background(), fmt.Sprintf("%s:%d", prefix, i))
-		if err != nil {
-			tb.Fatalf("HoldSteadily: %v", err)
+		group := min(holderWorkers, n-first)
+		var wg sync.WaitGroup
+		for w := range group {
+			wg.Go(func() {
+				i := first + w
+				h.Held[i], errs[w] = h.Locks.Acquire(context.Background(), fmt.Sprintf("%s:%d", prefix, i))
+			})
 		}
-		h.Held[i] = lk
-		h.interval = lk.TTL() / 3
-		h.acquired++
+		wg.Wait()
+		for _, err := range errs[:group] {
+			if err != nil {
+				tb.Fatalf("HoldSteadily: %v", err)
+			}
+		}
+		h.interval = h.Held[first].TTL() / 3
+		h.acquired += group
 		h.lastAcquired = len(h.periods) + 1
 	}
 	h.advanceTo(h.boundary(len(h.periods) + 1)) // the rest of the last period

@@ -60,8 +60,8 @@ func TestBatchRoundTrips(t *testing.T) {
 	}
 }
 
-// BenchmarkHeld10k: two instances each holding 10,000 leases (ttl 30s) in
-// Redis, one renewing in batches ("batch"), one lease by lease ("single");
+// BenchmarkHeld10k/periods: two instances each holding 10,000 leases (ttl
+// 30s) in Redis, one renewing in batches ("batch"), one lease by lease ("single");
 // each iteration moves both through one renewal period and reports the
 // client calls each made (a batch is one pipeline: one round trip per
 // node), the process's CPU time and allocations, and the latency of the
@@ -79,14 +79,27 @@ func BenchmarkHeld10k(b *testing.B) {
 				}
 				return s
 			}
-			batch := coretest.HoldMany(b, open(batchCalls), "batch", leases)
-			single := coretest.HoldMany(b, coretest.LeaseByLease(open(singleCalls)), "single", leases)
-			testserver.Held(b, "calls/period",
-				testserver.HeldRun{Name: "batch", Period: batch.Period, Calls: &batchCalls.n},
-				testserver.HeldRun{Name: "single", Period: single.Period, Calls: &singleCalls.n})
-			if n, m := batch.Lost(), single.Lost(); n+m > 0 {
-				b.Fatalf("%d batch and %d single locks lost", n, m)
-			}
+			b.Run("periods", func(b *testing.B) {
+				batch := coretest.HoldMany(b, open(batchCalls), "batch", leases)
+				single := coretest.HoldMany(b, coretest.LeaseByLease(open(singleCalls)), "single", leases)
+				testserver.Held(b, "calls/period",
+					testserver.HeldRun{Name: "batch", Period: batch.Period, Calls: &batchCalls.n},
+					testserver.HeldRun{Name: "single", Period: single.Period, Calls: &singleCalls.n})
+				if n, m := batch.Lost(), single.Lost(); n+m > 0 {
+					b.Fatalf("%d batch and %d single locks lost", n, m)
+				}
+			})
+			// steady: the leases taken one by one over 10s, as a busy
+			// service takes them, then held; the client calls (one
+			// pipeline per batch) of every period are logged.
+			b.Run("steady", func(b *testing.B) {
+				calls := &counting{Client: newClient(b, url)}
+				h := coretest.HoldSteadily(b, open(calls), "steady", leases, 10*time.Second, calls.n.Load)
+				for b.Loop() {
+					h.Period()
+				}
+				h.Report(b, "calls")
+			})
 		})
 	}
 }
