@@ -31,10 +31,6 @@ var (
 // unless [WithFloorRetention] says otherwise.
 const DefaultFloorRetention = 24 * time.Hour
 
-// handBackTimeout bounds the release that follows an acquisition whose
-// outcome is unknown, or that too few replicas acknowledged.
-const handBackTimeout = 2 * time.Second
-
 // Option configures a [Store].
 type Option func(*Store)
 
@@ -54,8 +50,9 @@ func WithFloorRetention(d time.Duration) Option { return func(s *Store) { s.rete
 
 // WithReplicas makes every acquisition wait, with Redis's WAIT command, until
 // at least n replicas have acknowledged it, for up to timeout. An
-// acquisition that fewer replicas acknowledged in time is released again and
-// reported as an error matching [ErrNotReplicated]: a lock that only the
+// acquisition that fewer replicas acknowledged in time is reported as an
+// error matching [ErrNotReplicated], which [core.Locks] answers by releasing
+// the key, as after any failed acquisition: a lock that only the
 // primary knows is lost if the primary fails over before replicating it.
 // WAIT narrows that window; it does not make Redis strongly consistent (a
 // failover may still promote a replica that missed the write).
@@ -108,30 +105,17 @@ func opError(op, key string, err error) error {
 	return fmt.Errorf("rueidisstore: %s %q: %w", op, key, err)
 }
 
-// check validates what [core.Locks] validates already, for direct callers.
-func check(key string, ttl time.Duration, withTTL bool) error {
-	if err := core.ValidateKey(key); err != nil {
-		return err
-	}
-	if withTTL {
-		return core.ValidateTTL(ttl)
-	}
-	return nil
-}
-
 // Acquire implements [core.LockStore]. Locks are not re-entrant: an owner
 // that holds key gets false, like any other.
 //
 // It sends one script, never twice. When the outcome is unknown (a lost
 // connection or reply, a context that ended while the script was on its
-// way), the key may have been taken for owner: Acquire then releases it for
-// owner before returning the error, so that it does not stay locked until
-// its ttl. Owners must therefore be unique per acquisition, as
-// [core.Locks] makes them.
+// way), the key may have been taken for owner: Acquire returns the error,
+// and [core.Locks], which assumes the store said yes, releases the key for
+// owner so that it does not stay locked until its ttl. With [WithReplicas],
+// an acquisition too few replicas acknowledged is an error too, released
+// the same way. A caller of the store itself releases after an error.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	if err := check(key, ttl, true); err != nil {
-		return 0, false, opError("acquire", key, err)
-	}
 	a := s.args(key, ttl)
 	var res, wait rueidis.RedisResult
 	if s.replicas > 0 {
@@ -144,11 +128,6 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		err = fmt.Errorf("the acquire script returned %d", token)
 	}
 	if err != nil {
-		// A Redis error reply means the script wrote nothing (its failing
-		// calls come first); anything else leaves the outcome unknown.
-		if _, replied := rueidis.IsRedisErr(err); !replied {
-			s.handBack(ctx, key, owner)
-		}
 		return 0, false, opError("acquire", key, err)
 	}
 	if token > 0 && s.replicas > 0 {
@@ -157,8 +136,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 			err = fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, acked, s.replicas, s.waitFor)
 		}
 		if err != nil {
-			s.handBack(ctx, key, owner)
-			return 0, false, opError("acquire", key, fmt.Errorf("released again: WAIT: %w", err))
+			return 0, false, opError("acquire", key, fmt.Errorf("WAIT: %w", err))
 		}
 	}
 	return token, token > 0, nil
@@ -178,20 +156,9 @@ func (s *Store) acquireWithWait(ctx context.Context, a lockArgs, owner string) (
 	return res, wait
 }
 
-// handBack releases key for owner after an acquisition that may have taken
-// it, on a context of its own: the caller's may be the reason it failed.
-func (s *Store) handBack(ctx context.Context, key, owner string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
-	defer cancel()
-	s.Release(ctx, key, owner) //nolint:errcheck // best effort: the lock expires after its ttl anyway
-}
-
 // Renew implements [core.LockStore]. It also moves the floor key's expiry,
 // so the floor outlives the lock by the retention.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := check(key, ttl, true); err != nil {
-		return false, opError("renew", key, err)
-	}
 	a := s.args(key, ttl)
 	n, err := renewScript.run(ctx, s.client, []string{a.lock, a.floor}, owner, a.ttl, a.floorTTL).AsInt64()
 	if err != nil {
@@ -203,9 +170,6 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // Release implements [core.LockStore]. The floor key stays, so the key's
 // next token is greater than this lock's.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := check(key, 0, false); err != nil {
-		return false, opError("release", key, err)
-	}
 	n, err := releaseScript.run(ctx, s.client, []string{s.args(key, 0).lock}, owner).AsInt64()
 	if err != nil {
 		return false, opError("release", key, err)

@@ -3,7 +3,7 @@
 // Ginkgo suite, labelled "redis" and "redis-cluster"), keys that need
 // escaping on the Cluster, fencing after Redis lost its keys (a private
 // redis-server restarted without persistence), WAIT for replicas, listing,
-// the hand-back of an acquisition whose reply was lost, and the paired
+// the release (by core.Locks) of an acquisition whose reply was lost, and the paired
 // benchmark against raw rueidis calls. It is a module of its own so that the
 // driver's module needs nothing but its run-time dependencies.
 package integration

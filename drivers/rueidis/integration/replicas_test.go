@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/core/coretest"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
 // TestWithReplicasNone: with no replica to acknowledge it, an acquisition
-// is released again and reported as ErrNotReplicated.
+// is reported as ErrNotReplicated, and core.Locks releases it again.
 func TestWithReplicasNone(t *testing.T) {
 	srv := testserver.PrivateRedis(t)
 	s := newStore(t, srv.DSN, prefix, rueidisstore.WithReplicas(1, 50*time.Millisecond))
@@ -19,7 +20,14 @@ func TestWithReplicasNone(t *testing.T) {
 	if !errors.Is(err, rueidisstore.ErrNotReplicated) || ok || token != 0 {
 		t.Fatalf("Acquire without a replica = %d, %v, %v; want an ErrNotReplicated error", token, ok, err)
 	}
-	// Released, not left to expire: another owner takes it at once.
+	if ok, err := s.Release(context.Background(), "k", "a"); !ok || err != nil {
+		t.Fatalf("Release after ErrNotReplicated = %v, %v; want the key taken, so released", ok, err)
+	}
+	locks := coretest.NewLocks(t, s)
+	if _, err := locks.Acquire(context.Background(), "k"); !errors.Is(err, rueidisstore.ErrNotReplicated) {
+		t.Fatalf("Locks.Acquire without a replica: %v; want ErrNotReplicated", err)
+	}
+	// Released by core.Locks, not left to expire: another owner takes it at once.
 	mustAcquire(t, newStore(t, srv.DSN, prefix), "k", "b", time.Minute)
 	// A failed try sends no WAIT, so it does not wait for the timeout.
 	_, ok, err = s.Acquire(context.Background(), "k", "c", time.Minute)
