@@ -23,6 +23,11 @@ var (
 	ErrReleased = errors.New("leasehold: lock released")
 	// ErrBrokenStore is matched by every [*StoreContractError].
 	ErrBrokenStore = errors.New("leasehold: store broke the LockStore contract")
+	// ErrSkipped is matched by every [*SkippedError]: a job tick that did not run.
+	ErrSkipped = errors.New("leasehold: job run skipped")
+	// ErrDuplicateKey reports a job or election whose key collides with one
+	// already registered on the same [Locks] instance.
+	ErrDuplicateKey = errors.New("leasehold: key already registered")
 )
 
 // LossReason says how a holder found out that it could no longer be sure it

@@ -8,10 +8,6 @@ import (
 	"sync"
 )
 
-// ErrDuplicateKey reports a job or election whose key collides with one
-// already registered on the same [Locks] instance.
-var ErrDuplicateKey = errors.New("leasehold: key already registered")
-
 // guardRegistry holds the job guards and elections of an instance: it
 // refuses colliding keys, counts running job runs, and shuts them all down,
 // in order, before Close releases the other locks.

@@ -12,9 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-// ErrSkipped is matched by every [*SkippedError]: a job tick that did not run.
-var ErrSkipped = errors.New("leasehold: job run skipped")
-
 // SkipReason says why a job tick did not run.
 type SkipReason int
 

@@ -134,7 +134,7 @@ func (l *Locks) Store() LockStore { return l.store }
 //
 // When the store call fails (a timeout, a lost connection), the store may
 // still have taken the key: the reply, not the request, may be what was
-// lost. Acquire then hands the key back, on a best-effort basis within 2s,
+// lost. Acquire then releases the key, on a best-effort basis within 2s,
 // before it returns the error, so that the key is not held by nobody for a
 // whole ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
@@ -158,7 +158,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseQuietly(key, owner, cfg.kind, handBackTimeout)
+			l.releaseUnheld(key, owner, cfg.kind, unknownOutcomeTimeout)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -225,14 +225,14 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	case token <= last:
 		broken = fmt.Sprintf("every acquisition of a key must get a greater token than the key had before (this process already saw %d)", last)
 	case l.closed:
-		// Close started while the store call was in flight: hand the key back.
+		// Close started while the store call was in flight: release the key.
 	default:
 		l.tokens[key] = token
 	}
 	if broken != "" || l.closed {
 		closed := l.closed
 		l.mu.Unlock()
-		l.releaseQuietly(key, owner, cfg.kind, releaseTimeout)
+		l.releaseUnheld(key, owner, cfg.kind, releaseTimeout)
 		var err error = &StoreContractError{Key: key, Token: token, Rule: broken}
 		if closed {
 			err = ErrClosed
@@ -250,16 +250,17 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	return lk, nil
 }
 
-// handBackTimeout bounds the release Acquire sends after a store call that
-// failed: short, since the caller waits for it, and the store is likely in
-// trouble.
-const handBackTimeout = 2 * time.Second
+// unknownOutcomeTimeout bounds the release Acquire sends after a store
+// call that failed: short, since the caller waits for it, and the store is
+// likely in trouble.
+const unknownOutcomeTimeout = 2 * time.Second
 
-// releaseQuietly hands back a key this process must not keep, or may hold
-// without knowing it, within timeout.
-func (l *Locks) releaseQuietly(key, owner string, kind LockKind, timeout time.Duration) {
+// releaseUnheld releases a key that this process may hold in the store but
+// must not keep (a grant it refused, or an acquisition whose outcome is
+// unknown), within timeout. No Lock holds it, so the keeper never sees it.
+func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
-	// cancelled it, and must still be handed back.
+	// cancelled it, and must still be released.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
 	defer cancel()
 	ctx, end := l.observe(ctx, Op{Type: OpRelease, Key: key, Kind: kind})
@@ -267,9 +268,9 @@ func (l *Locks) releaseQuietly(key, owner string, kind LockKind, timeout time.Du
 	end(released, err)
 	switch {
 	case err != nil:
-		l.log.Warn("leasehold: could not hand back a lock; it expires after its ttl", "key", key, "err", err)
+		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
 	case released:
-		l.log.Debug("leasehold: handed back a lock this process must not keep", "key", key)
+		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
 	}
 }
 

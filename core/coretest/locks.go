@@ -13,7 +13,7 @@ import (
 // closed when the test ends. It fails the test if [core.New] fails.
 //
 // The closing context is already done, so Close waits for nothing: runs
-// still in progress are cancelled and every lock is handed back at once.
+// still in progress are cancelled and every lock is released at once.
 func NewLocks(t testing.TB, store core.LockStore, opts ...core.Option) *core.Locks {
 	t.Helper()
 	all := append([]core.Option{core.WithLogger(slog.New(slog.DiscardHandler))}, opts...)

@@ -24,10 +24,10 @@ func (s lostReply) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 	return 0, false, errReplyLost
 }
 
-// TestAmbiguousAcquireHandsBack: an Acquire whose outcome is unknown hands
-// the key back with its owner id, so the key is free at once, not after a
-// ttl held by nobody.
-func TestAmbiguousAcquireHandsBack(t *testing.T) {
+// TestAmbiguousAcquireReleases: an Acquire whose outcome is unknown
+// releases the key with its owner id, so the key is free at once, not after
+// a ttl held by nobody.
+func TestAmbiguousAcquireReleases(t *testing.T) {
 	for _, wait := range []time.Duration{0, time.Minute} {
 		clock := core.NewManualClock(t0)
 		store := core.NewMemoryStore(core.WithMemoryClock(clock))
@@ -42,16 +42,16 @@ func TestAmbiguousAcquireHandsBack(t *testing.T) {
 		if h := holder(t, store, "k"); h != "" {
 			t.Fatalf("after a failed Acquire (wait %v), the store holds k for %s until its ttl", wait, h)
 		}
-		if len(buf.Lines("level=DEBUG", "handed back", "key=k")) != 1 {
-			t.Fatalf("no debug line for the hand-back:\n%s", buf)
+		if len(buf.Lines("level=DEBUG", "released a lock this process must not keep", "key=k")) != 1 {
+			t.Fatalf("no debug line for the release:\n%s", buf)
 		}
 		mustAcquire(t, coretest.NewLocks(t, store, core.WithClock(clock)), "k")
 	}
 }
 
-// TestAmbiguousAcquireHandBackFails: a hand-back that fails too is logged,
+// TestAmbiguousAcquireReleaseFails: a release that fails too is logged,
 // and the caller still gets the acquire's error, bounded in time.
-func TestAmbiguousAcquireHandBackFails(t *testing.T) {
+func TestAmbiguousAcquireReleaseFails(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	store := core.NewMemoryStore(core.WithMemoryClock(clock))
 	buf := &coretest.LogBuffer{}
@@ -60,8 +60,8 @@ func TestAmbiguousAcquireHandBackFails(t *testing.T) {
 	if _, err := locks.Acquire(context.Background(), "k"); !errors.Is(err, errReplyLost) {
 		t.Fatalf("Acquire: %v; want the store's error", err)
 	}
-	if len(buf.Lines("level=WARN", "could not hand back", "key=k")) != 1 {
-		t.Fatalf("no warning for the failed hand-back:\n%s", buf)
+	if len(buf.Lines("level=WARN", "could not release a lock this process must not keep", "key=k")) != 1 {
+		t.Fatalf("no warning for the failed release:\n%s", buf)
 	}
 }
 
