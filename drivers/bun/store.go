@@ -21,6 +21,9 @@ type Store struct {
 	*sqlstore.Store
 }
 
+// driver is how the engine knows this package: bun formats '?'.
+var driver = sqlstore.Driver{Name: pkg, Placeholder: sqlstore.Question}
+
 // New returns a Store that runs its statements through db: a *bun.DB, or a
 // bun.Conn (whose one connection then carries every lock). The dialect is
 // db's: PostgreSQL ("pg"), MySQL or MariaDB ("mysql") or SQLite ("sqlite");
@@ -53,11 +56,7 @@ func New(db bun.IDB, opts ...sqlstore.Option) (*Store, error) {
 		return nil, fmt.Errorf("%s: bun dialect: %w", pkg, err)
 	}
 	e := transactor{executor: executor{conn: db, literal: literalFor(dn)}, db: db}
-	// The caller's options first, so that ours win: bun formats '?'.
-	all := make([]sqlstore.Option, 0, len(opts)+2)
-	all = append(all, opts...)
-	all = append(all, sqlstore.WithPlaceholder(sqlstore.Question), sqlstore.WithName(pkg))
-	s, err := sqlstore.NewWithExecutor(e, d, all...)
+	s, err := driver.New(e, d, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -94,10 +94,13 @@ func checkDriver(drv dialect.Driver) (begins bool, err error) {
 	}
 }
 
-// newStore builds the engine's store under the package's name; opts may
-// override the name.
+// driver is how the engine knows this package: ent's drivers take the
+// dialect's own placeholders.
+var driver = sqlstore.Driver{Name: name}
+
+// newStore builds the engine's store under the package's name.
 func newStore(e sqlstore.Executor, d sqlstore.Dialect, opts []sqlstore.Option) (*Store, error) {
-	s, err := sqlstore.NewWithExecutor(e, d, append([]sqlstore.Option{sqlstore.WithName(name)}, opts...)...)
+	s, err := driver.New(e, d, opts...)
 	if err != nil {
 		return nil, err
 	}

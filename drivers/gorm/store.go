@@ -22,6 +22,10 @@ var (
 	_ core.Lister    = (*Store)(nil)
 )
 
+// driver is how the engine knows this package: GORM turns ? into its
+// dialector's placeholders ($n on PostgreSQL).
+var driver = sqlstore.Driver{Name: "gormstore", Placeholder: sqlstore.Question}
+
 // New returns a Store over db, the application's *gorm.DB (what gorm.Open
 // returned, or a session of it such as db.Clauses(dbresolver.Write)). The
 // dialect comes from db's dialector: "postgres", "mysql" (MariaDB too) or
@@ -46,10 +50,7 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gormstore: GORM dialector %T: %w", db.Dialector, err)
 	}
-	opts = append([]sqlstore.Option{sqlstore.WithName("gormstore")}, opts...)
-	// GORM turns ? into its dialector's placeholders ($n on PostgreSQL).
-	opts = append(opts, sqlstore.WithPlaceholder(sqlstore.Question))
-	s, err := sqlstore.NewWithExecutor(newExecutor(db), d, opts...)
+	s, err := driver.New(newExecutor(db), d, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,9 @@ var (
 	_ core.Lister    = Store{}
 )
 
+// driver is how the engine knows this package: pgx takes $n.
+var driver = sqlstore.Driver{Name: "pgxstore", Placeholder: sqlstore.Dollar}
+
 // New returns a Store over db, a *pgxpool.Pool (or a *pgx.Conn, which one
 // goroutine at a time may use: give a Store a pool). It does not touch the
 // database: call Migrate at start-up, or run the statements of
@@ -68,8 +71,7 @@ func New(db DB, opts ...sqlstore.Option) (Store, error) {
 	case pgx.Tx:
 		return Store{}, fmt.Errorf("pgxstore: %T: %w", db, sqlstore.ErrTransaction)
 	}
-	s, err := sqlstore.NewWithExecutor(executor{db}, sqlstore.Postgres,
-		append([]sqlstore.Option{sqlstore.WithName("pgxstore"), sqlstore.WithPlaceholder(sqlstore.Dollar)}, opts...)...)
+	s, err := driver.New(executor{db}, sqlstore.Postgres, opts...)
 	if err != nil {
 		return Store{}, err
 	}

@@ -43,9 +43,9 @@ func New(db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 func NewFromQuerier(q Querier, d Dialect, opts ...Option) (*Store, error) {
 	switch q := q.(type) {
 	case nil:
-		return nil, fmt.Errorf("sqlstore: nil Querier: %w", core.ErrInvalidArgument)
+		return nil, fmt.Errorf("%s: nil Querier: %w", newOptions(d, opts).name, core.ErrInvalidArgument)
 	case *sql.Tx:
-		return nil, fmt.Errorf("sqlstore: %T: %w", q, ErrTransaction)
+		return nil, fmt.Errorf("%s: %T: %w", newOptions(d, opts).name, q, ErrTransaction)
 	case sqlBeginner:
 		return NewWithExecutor(sqlTransactor{sqlExecutor{q}, q}, d, opts...)
 	}

@@ -281,3 +281,22 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("two rows renewed: %v", err)
 	}
 }
+
+// A Driver's name and placeholder style win over the caller's options, and
+// its name is in the store's errors, whichever constructor it uses.
+func TestDriverNamesItsStore(t *testing.T) {
+	dr := Driver{Name: "xstore", Placeholder: Question}
+	s, err := dr.New(&fakeExec{}, Postgres, WithName("other"), WithPlaceholder(Dollar), WithTable("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.String(), "xstore (PostgreSQL, table t)") || strings.Contains(s.st.renew.sql, "$") {
+		t.Fatalf("store %q renewing with %q; want the driver's name, the caller's table and ? placeholders", s, s.st.renew.sql)
+	}
+	if _, err := dr.NewFromQuerier(nil, SQLite); !errors.Is(err, core.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "xstore: ") {
+		t.Fatalf("NewFromQuerier(nil): %v; want an invalid argument named xstore", err)
+	}
+	if _, err := dr.New(nil, SQLite); !errors.Is(err, core.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "xstore: ") {
+		t.Fatalf("New(nil): %v; want an invalid argument named xstore", err)
+	}
+}

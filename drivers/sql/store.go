@@ -57,9 +57,21 @@ func WithTable(name string) Option { return func(o *options) { o.table = name } 
 func WithPlaceholder(p Placeholder) Option { return func(o *options) { o.placeholder = p } }
 
 // WithName sets the name a Store gives itself in errors and in String
-// (default "sqlstore"). Drivers built on the engine pass their package's
-// name, so that a user reads "gormstore: ..." in their logs.
+// (default "sqlstore"). Drivers built on the engine construct their stores
+// with a [Driver], which names them after their package, so that a user
+// reads "gormstore: ..." in their logs.
 func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// newOptions applies opts to the defaults of dialect d.
+func newOptions(d Dialect, opts []Option) options {
+	o := options{table: DefaultTable, placeholder: d.placeholder, name: "sqlstore"}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
 
 // NewWithExecutor returns a Store that runs dialect d's statements through
 // e: the entry point for drivers of other clients. If e is a [Transactor],
@@ -67,10 +79,7 @@ func WithName(name string) Option { return func(o *options) { o.name = name } }
 // without it. If e is a [RetryClassifier], it classifies errors; otherwise
 // [Retryable] does. It does not touch the database.
 func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
-	o := options{table: DefaultTable, placeholder: d.placeholder, name: "sqlstore"}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(d, opts)
 	if e == nil {
 		return nil, fmt.Errorf("%s: nil Executor: %w", o.name, core.ErrInvalidArgument)
 	}

@@ -130,13 +130,17 @@ func New(db *sql.DB, opts ...sqlstore.Option) (*Store, error) {
 	return s, nil
 }
 
+// driver is how the engine knows this package, so that the store's errors
+// say "sqlitestore:".
+var driver = sqlstore.Driver{Name: "sqlitestore"}
+
 func newStore(db *sql.DB, opts []sqlstore.Option) (*Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
 	defer cancel()
 	if err := checkVersion(ctx, db); err != nil {
 		return nil, err
 	}
-	st, err := sqlstore.New(db, sqlstore.SQLite, opts...)
+	st, err := driver.NewFromQuerier(db, sqlstore.SQLite, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -242,3 +242,17 @@ func TestChildProcess(t *testing.T) {
 		done++
 	}
 }
+
+// TestErrorsNameTheDriver: the store's errors, and its String, say
+// "sqlitestore", not the engine's "sqlstore".
+func TestErrorsNameTheDriver(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "named.db"))
+	if !strings.HasPrefix(s.String(), "sqlitestore ") {
+		t.Errorf("String() = %q; want the sqlitestore prefix", s.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Acquire(ctx, "k", "a", time.Minute); err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: ") {
+		t.Fatalf("Acquire on a cancelled context: %v; want an error named sqlitestore", err)
+	}
+}
