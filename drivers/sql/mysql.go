@@ -12,9 +12,9 @@ func mysqlTemplates(table string) templates {
 	const expiry = `UTC_TIMESTAMP(6) + INTERVAL {ttl} * 1000 MICROSECOND`
 	return templates{
 		schema: []string{
-			// version is bumped by every write, so that a renewal that
-			// sets the same expiry (twice in one microsecond) still
-			// changes the row: without CLIENT_FOUND_ROWS MySQL reports an
+			// version changes with every write (bumped, or set to a
+			// batch's mark), so that a renewal that sets the same expiry
+			// (twice in one microsecond) still changes the row: without CLIENT_FOUND_ROWS MySQL reports an
 			// unchanged row as 0 rows affected, which would read as "not
 			// renewed". This works whatever DSN the handle was opened with.
 			`CREATE TABLE IF NOT EXISTS ` + t + ` (

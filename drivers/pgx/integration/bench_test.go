@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -46,6 +48,11 @@ func BenchmarkStore(b *testing.B) {
 	pool := openPool(b, cfg, c)
 	s := migrated(b, pool)
 	ctx := context.Background()
+	locks, err := core.New(s, core.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { locks.Close(ctx) })
 	const ttl = time.Minute
 	ms := ttl.Milliseconds()
 	// Capture the statements once, for the raw code. The engine numbers
@@ -88,6 +95,25 @@ func BenchmarkStore(b *testing.B) {
 		"renew",
 		func() error { _, err := s.Renew(ctx, benchRenewKey, benchOwner, ttl); return err },
 		func() error { _, err := pool.Exec(ctx, renewSQL, ms, benchRenewKey, benchOwner); return err },
+	}, {
+		// acquire and release through core.Locks, against the same two
+		// statements by hand: the whole cost of a lock to an application.
+		"locks-cycle",
+		func() error {
+			lk, err := locks.Acquire(ctx, benchKey, core.WithTTL(ttl))
+			if err != nil {
+				return err
+			}
+			return lk.Release(ctx)
+		},
+		func() error {
+			var token int64
+			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
+				return err
+			}
+			_, err := pool.Exec(ctx, releaseSQL, benchKey, benchOwner)
+			return err
+		},
 	}} {
 		b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, &c.n, "stmts/op") })
 	}
