@@ -2,6 +2,7 @@ package core
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -59,16 +60,23 @@ type acquireConfig struct {
 	kind LockKind // set by jobs and elections; KindLock otherwise
 }
 
-// with returns c with opts applied. Acquire calls it only when there are
-// options, so that its own acquireConfig stays on the stack.
+// with returns c with opts applied. An option is a function the compiler
+// cannot see into, so the config it is handed escapes to the heap: it is
+// one of a pool's, so that options cost no allocation per Acquire.
 func (c acquireConfig) with(opts []AcquireOption) acquireConfig {
+	p := configPool.Get().(*acquireConfig)
+	*p = c
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o(p)
 		}
 	}
+	c = *p
+	configPool.Put(p)
 	return c
 }
+
+var configPool = sync.Pool{New: func() any { return new(acquireConfig) }}
 
 // WithTTL sets the ttl of this lock, instead of the instance's default.
 func WithTTL(ttl time.Duration) AcquireOption { return func(c *acquireConfig) { c.ttl = ttl } }
