@@ -11,7 +11,8 @@ import (
 // client (an ORM, pgx's native pool, sqlx) implements it in a few dozen
 // lines and passes it to [NewWithExecutor], with the [Placeholder] style its
 // client expects. The engine never builds SQL from user input: keys and
-// owners always arrive as args.
+// owners always arrive as args. The rows an Executor passes to scan are
+// used only until the call returns.
 type Executor interface {
 	// Exec runs a statement that returns no rows. The engine reads the
 	// result's RowsAffected, and on MySQL its LastInsertId.

@@ -122,13 +122,16 @@ func render(template string, p Placeholder) stmt {
 type values struct {
 	key, owner string
 	ttlMillis  int64
+	ttl        any // ttlMillis as an interface, if at hand (see Store.ttlArg)
 	token      int64
 	prefix     string
 	batch      string
 	mark       int64
 }
 
-// args returns the values of st's placeholders, in order.
+// args returns the values of st's placeholders, in order. They are a new
+// slice each time: a client's hooks (bun's, GORM's, pgx's tracers) see it
+// and may keep it.
 func (st stmt) args(v values) []any {
 	args := make([]any, len(st.params))
 	for i, p := range st.params {
@@ -138,7 +141,11 @@ func (st stmt) args(v values) []any {
 		case pOwner:
 			args[i] = v.owner
 		case pTTL:
-			args[i] = v.ttlMillis
+			if v.ttl != nil {
+				args[i] = v.ttl
+			} else {
+				args[i] = v.ttlMillis
+			}
 		case pToken:
 			args[i] = v.token
 		case pPrefix:

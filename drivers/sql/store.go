@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasehold/leasehold/core"
@@ -26,6 +28,7 @@ type Store struct {
 	table     string
 	name      string
 	st        statements
+	lastTTL   atomic.Pointer[boxedTTL] // see ttlArg
 }
 
 var (
@@ -176,7 +179,7 @@ func (s *Store) ResetTokens(ctx context.Context) error {
 // Acquire implements [core.LockStore]. Keys and ttls are trusted: core
 // validates them before any store call.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	v := values{key: key, owner: owner, ttlMillis: ttl.Milliseconds()}
+	v := values{key: key, owner: owner, ttlMillis: ttl.Milliseconds(), ttl: s.ttlArg(ttl)}
 	var (
 		token int64
 		ok    bool
@@ -185,7 +188,9 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if s.d.txAcquire {
 		token, ok, err = s.acquireTx(ctx, v)
 	} else {
-		ok, err = queryRow(ctx, s.exec, s.st.acquire, v, &token)
+		var row [2]int64
+		ok, row, err = queryRow(ctx, s.exec, s.st.acquire, v, 1)
+		token = row[0]
 	}
 	if err != nil {
 		return 0, false, s.fail(err)
@@ -236,8 +241,8 @@ func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err e
 		if _, err := tx.Exec(ctx, s.st.ensure.sql, s.st.ensure.args(v)); err != nil {
 			return err
 		}
-		var floor, live int64
-		found, err := queryRow(ctx, tx, s.st.lock, v, &floor, &live)
+		found, row, err := queryRow(ctx, tx, s.st.lock, v, 2)
+		floor, live := row[0], row[1]
 		if err != nil {
 			return err
 		}
@@ -270,7 +275,7 @@ func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err e
 
 // Renew implements [core.LockStore].
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	ok, err := s.execOne(ctx, s.st.renew, values{key: key, owner: owner, ttlMillis: ttl.Milliseconds()})
+	ok, err := s.execOne(ctx, s.st.renew, values{key: key, owner: owner, ttlMillis: ttl.Milliseconds(), ttl: s.ttlArg(ttl)})
 	if err != nil {
 		return false, s.fail(err)
 	}
@@ -337,15 +342,58 @@ func wantRows(res interface{ RowsAffected() (int64, error) }, want int64) error 
 	return nil
 }
 
-// queryRow runs st and scans its first row into dest, reporting whether
-// there was one.
-func queryRow(ctx context.Context, e Executor, st stmt, v values, dest ...any) (found bool, err error) {
-	err = e.Query(ctx, st.sql, st.args(v), func(r Row) error {
-		if found {
-			return nil // only the first row counts
-		}
-		found = true
-		return r.Scan(dest...)
-	})
-	return found, err
+// queryRow runs st and reads the first n (at most 2) int64 columns of its
+// first row, if any. Its scan state comes from a pool, so that it costs no
+// allocation beyond the statement's arguments.
+func queryRow(ctx context.Context, e Executor, st stmt, v values, n int) (found bool, row [2]int64, err error) {
+	r := rowPool.Get().(*rowScan)
+	r.found, r.n = false, n
+	err = e.Query(ctx, st.sql, st.args(v), r.fn)
+	found, row = r.found, r.ints
+	r.ints = [2]int64{}
+	rowPool.Put(r)
+	return found, row, err
+}
+
+// rowScan is queryRow's scan callback with its state, made once per pooled
+// value: a closure or a method value made per call would be an allocation.
+type rowScan struct {
+	found bool
+	n     int
+	ints  [2]int64
+	dest  [2]any // &ints[0], &ints[1]
+	fn    func(Row) error
+}
+
+var rowPool = sync.Pool{New: func() any {
+	r := new(rowScan)
+	r.dest = [2]any{&r.ints[0], &r.ints[1]}
+	r.fn = r.scan
+	return r
+}}
+
+func (r *rowScan) scan(row Row) error {
+	if r.found {
+		return nil // only the first row counts
+	}
+	r.found = true
+	return row.Scan(r.dest[:r.n]...)
+}
+
+// ttlArg returns ttl in milliseconds as a statement argument. Boxing an
+// int64 in an interface allocates; a service's locks mostly share one ttl,
+// so the last one is kept.
+func (s *Store) ttlArg(ttl time.Duration) any {
+	ms := ttl.Milliseconds()
+	if b := s.lastTTL.Load(); b != nil && b.ms == ms {
+		return b.arg
+	}
+	b := &boxedTTL{ms: ms, arg: ms}
+	s.lastTTL.Store(b)
+	return b.arg
+}
+
+type boxedTTL struct {
+	ms  int64
+	arg any
 }
