@@ -155,6 +155,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return env.demo(args[1:])
 	case "run":
 		return env.run(args[1:])
+	case runnerCommand:
+		return env.runner(args[1:])
 	case "status":
 		return env.status(args[1:])
 	case "version", "--version":
