@@ -99,7 +99,7 @@ func (o *runOptions) checkGrace() error {
 	case o.grace < 0:
 		return fmt.Errorf("--grace: negative duration %v", o.grace)
 	case o.grace > limit:
-		return fmt.Errorf("--grace %v does not fit in a %v lease: the command gets SIGTERM at most ttl/3 - the safety margin (%v - %v = %v) before the lease's deadline, and SIGKILL at it; use --grace %v or less, or a longer --ttl",
+		return fmt.Errorf("--grace %v does not fit in a %v lease: the command gets SIGTERM at most ttl/3 - 1.5 × the safety margin (%v - 1.5 × %v = %v) before its lease's deadline, and SIGKILL at it; use --grace %v or less, or a longer --ttl",
 			o.grace, o.ttl, o.ttl/3, core.SafetyMargin(o.ttl), limit, limit)
 	}
 	return nil

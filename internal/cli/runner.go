@@ -49,7 +49,11 @@ func (e Env) runner(args []string) int {
 		}
 	}()
 	obs := &deadlineObserver{key: o.key, ttl: o.ttl, out: out}
-	l, code := e.acquire(lockCtx, o, say, core.WithObserver(obs))
+	// The holder a status shows is leasehold run's own pid, the
+	// supervisor's, the one an operator sees in ps above the command.
+	host, _ := os.Hostname()
+	l, code := e.acquire(lockCtx, o, say, core.WithObserver(obs),
+		core.WithInstanceName(fmt.Sprintf("%s:%d", host, os.Getppid())))
 	if lockCtx.Err() != nil {
 		if l != nil {
 			l.lk.Release(context.Background())
@@ -83,17 +87,9 @@ func (e Env) runner(args []string) int {
 			case m.verb == msgPgid:
 				n, _ := m.int64Arg()
 				pgid = int(n)
-			case m.verb == msgDone && l.lk.Context().Err() != nil:
-				return e.lost(l, o, out)
-			case m.verb == msgDone && bootNanos() > obs.last.Load():
-				// The deadline passed before the lock noticed: the runner
-				// was frozen or starved, and the supervisor stopped the
-				// command at the deadline.
-				late := time.Duration(bootNanos() - obs.last.Load()).Round(time.Millisecond)
-				fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost while leasehold was frozen or starved: no renewal was confirmed before its deadline, %v ago; the command was stopped at the deadline\n", o.key, late)
-				e.release(l.lk, o, func(string, ...any) {})
-				l.close()
-				return ExitLost
+			case m.verb == msgDone && (l.lk.Context().Err() != nil || bootNanos() > obs.last.Load()):
+				// Lost, or its deadline passed before the lock noticed.
+				return e.lost(l, o, out, obs)
 			case m.verb == msgDone:
 				lost := e.release(l.lk, o, say)
 				l.close()
@@ -103,20 +99,25 @@ func (e Env) runner(args []string) int {
 				return ExitOK
 			}
 		case <-l.lk.Done():
-			return e.lost(l, o, out)
+			return e.lost(l, o, out, obs)
 		}
 	}
 }
 
 // lost reports the loss of the lease to the supervisor and on stderr, and
-// returns the runner's exit status.
-func (e Env) lost(l *lease, o runOptions, out *sender) int {
-	var lost *core.LockLostError
-	if !errors.As(context.Cause(l.lk.Context()), &lost) {
-		lost = &core.LockLostError{Key: o.key}
-	}
+// returns the runner's exit status. A deadline that passed well before the
+// runner noticed (more than the safety margin, which covers late timers)
+// means the runner was frozen or starved meanwhile, and it says so.
+func (e Env) lost(l *lease, o runOptions, out *sender, obs *deadlineObserver) int {
+	lost := &core.LockLostError{Key: o.key, Reason: core.LostDeadline}
+	errors.As(context.Cause(l.lk.Context()), &lost)
 	out.send(msgLost, lost.Reason)
-	fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost (%s): the command is stopped\n", o.key, lost.Reason)
+	late := time.Duration(bootNanos() - obs.last.Load())
+	if lost.Reason == core.LostDeadline && late > core.SafetyMargin(o.ttl) {
+		fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost while leasehold was frozen or starved: its deadline passed %v ago without a confirmed renewal; the command was stopped before it\n", o.key, late.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost (%s): the command is stopped\n", o.key, lost.Reason)
+	}
 	l.close()
 	return ExitLost
 }

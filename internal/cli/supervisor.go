@@ -278,8 +278,18 @@ func (s *supervision) nextWake() time.Duration {
 	case s.stopping:
 		return min(pollEvery, time.Duration(s.killAt-now))
 	}
-	return max(0, time.Duration(s.deadline-int64(s.o.grace)-now))
+	return max(0, time.Duration(s.killBy()-int64(s.o.grace)-now))
 }
+
+// killBy is when the tree gets SIGKILL at the latest: killLead before the
+// deadline the runner reported, so that the kill, late as it may be on a
+// loaded host, lands before the runner's own deadline too.
+func (s *supervision) killBy() int64 { return s.deadline - int64(killLead(s.o.ttl)) }
+
+// killLead is how long before the runner's deadline the supervisor kills:
+// half the safety margin. The runner's deadline is itself the safety
+// margin before the store can expire the lease.
+func killLead(ttl time.Duration) time.Duration { return core.SafetyMargin(ttl) / 2 }
 
 // onTime acts on the clock: the SIGTERM grace before the deadline, the
 // SIGKILL at it.
@@ -291,8 +301,8 @@ func (s *supervision) onTime() {
 	case s.stopping && now >= s.killAt:
 		fmt.Fprintf(s.e.Stderr, "leasehold: the command outlived --grace %v: SIGKILL\n", s.o.grace)
 		s.kill()
-	case !s.stopping && now >= s.deadline-int64(s.o.grace):
-		fmt.Fprintf(s.e.Stderr, "leasehold: no renewal of the lease on %q confirmed in time (the runner is frozen or starved, or the store does not answer): stopping the command before the lease can expire\n", s.o.key)
+	case !s.stopping && now >= s.killBy()-int64(s.o.grace):
+		fmt.Fprintf(s.e.Stderr, "leasehold: giving up the lease on %q: no renewal confirmed in time (the runner is frozen or starved, or the store does not answer): stopping the command before the lease can expire\n", s.o.key)
 		s.lost = true
 		s.stop()
 	}
@@ -306,7 +316,7 @@ func (s *supervision) stop() {
 	}
 	s.stopping = true
 	now := bootNanos()
-	s.killAt = min(now+int64(s.o.grace), s.deadline)
+	s.killAt = min(now+int64(s.o.grace), s.killBy())
 	if s.o.grace == 0 || now >= s.killAt {
 		s.kill()
 		return
@@ -333,9 +343,9 @@ func describeExit(ps *os.ProcessState) string {
 }
 
 // graceLimit is the longest --grace that fits in a lease of ttl: the
-// supervisor sends SIGTERM grace before the deadline of the last confirmed
-// renewal, and that must not come before the next renewal (sent ttl/3 after
-// it) has had its time to be confirmed.
+// supervisor sends SIGTERM grace before it must kill (the deadline of the
+// last confirmed renewal, less killLead), and that must not come before the
+// next renewal, sent ttl/3 after the last, has had ttl/3 to be confirmed.
 func graceLimit(ttl time.Duration) time.Duration {
-	return ttl/3 - core.SafetyMargin(ttl)
+	return ttl/3 - core.SafetyMargin(ttl) - killLead(ttl)
 }
