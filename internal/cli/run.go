@@ -139,8 +139,11 @@ type lease struct {
 
 // close releases the lock if it is still held (within openTimeout) and
 // closes what the lease was taken on.
-func (l *lease) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+func (l *lease) close() { l.closeWithin(openTimeout) }
+
+// closeWithin is close, giving the store d to answer.
+func (l *lease) closeWithin(d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	l.locks.Close(ctx)
 	l.st.Close()

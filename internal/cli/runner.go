@@ -104,6 +104,10 @@ func (e Env) runner(args []string) int {
 	}
 }
 
+// lostCloseTimeout bounds the runner's goodbye to a store once the lease is
+// lost, so that leasehold run does not hang on a store that stalled.
+const lostCloseTimeout = time.Second
+
 // lost reports the loss of the lease to the supervisor and on stderr, and
 // returns the runner's exit status. A deadline that passed well before the
 // runner noticed (more than the safety margin, which covers late timers)
@@ -118,7 +122,8 @@ func (e Env) lost(l *lease, o runOptions, out *sender, obs *deadlineObserver) in
 	} else {
 		fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost (%s): the command is stopped\n", o.key, lost.Reason)
 	}
-	l.close()
+	// Nothing is left to release; a store that stalled gets a short while.
+	l.closeWithin(lostCloseTimeout)
 	return ExitLost
 }
 
