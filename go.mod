@@ -11,6 +11,7 @@ require (
 	github.com/leasehold/leasehold/drivers/sql v0.0.0
 	github.com/leasehold/leasehold/drivers/sqlite v0.0.0
 	github.com/redis/rueidis v1.0.80
+	golang.org/x/sys v0.50.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -33,7 +34,6 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,6 +161,26 @@ func waitForOutput(t *testing.T, out *coretest.LogBuffer, want string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runnerOf returns the pid of the runner that supervisor pid started: the
+// process of leasehold run that takes and renews the lease.
+func runnerOf(t *testing.T, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := exec.Command("ps", "-A", "-o", "pid=,ppid=,args=").Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[1] == strconv.Itoa(pid) && slices.Contains(f[2:], "_runner") {
+				n, _ := strconv.Atoi(f[0])
+				return n
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no runner under leasehold %d", pid)
+	return 0
 }
 
 // holdScript is a command that says it started (touching started) and
@@ -316,23 +337,26 @@ func TestRunNotAcquired(t *testing.T) {
 	}
 }
 
-// TestRunLostLease freezes leasehold (SIGSTOP) past its ttl: when it
-// resumes, its lease is gone, so it stops the command with SIGTERM and exits
-// 76; the key is free afterwards.
+// TestRunLostLease freezes the runner, the process of leasehold run that
+// renews the lease (SIGSTOP), past its ttl: the supervisor stops the
+// command with SIGTERM before the lease's deadline; when the runner
+// resumes, it says the lease was lost, and leasehold exits 76; the key is
+// free afterwards.
 func TestRunLostLease(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	started, termed := filepath.Join(dir, "started"), filepath.Join(dir, "termed")
 	script := `trap 'touch "$1"; exit 0' TERM; touch "$0"; while :; do sleep 0.05; done`
-	p := start(t, dir, "run", "--store", sqliteURL(dir), "--key", "frozen", "--ttl", "1s", "--", "sh", "-c", script, started, termed)
+	p := start(t, dir, "run", "--store", sqliteURL(dir), "--key", "frozen", "--ttl", "3s", "--", "sh", "-c", script, started, termed)
 	waitForFile(t, started)
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	runner := runnerOf(t, p.cmd.Process.Pid)
+	if err := syscall.Kill(runner, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	// No other process touches the file meanwhile: SIGSTOP may have caught
-	// leasehold inside a write, holding SQLite's write lock.
-	time.Sleep(1500 * time.Millisecond)
-	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	// the runner inside a write, holding SQLite's write lock.
+	waitForFile(t, termed)
+	if err := syscall.Kill(runner, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	r := p.wait(t)
@@ -342,7 +366,7 @@ func TestRunLostLease(t *testing.T) {
 	if !fileExists(termed) {
 		t.Error("the command did not get SIGTERM")
 	}
-	if !strings.Contains(r.stderr, `lease on "frozen" lost`) {
+	if !strings.Contains(r.stderr, `giving up the lease on "frozen"`) {
 		t.Errorf("stderr does not report the loss:\n%s", r.stderr)
 	}
 	if r := lh(t, dir, "run", "--store", sqliteURL(dir), "--key", "frozen", "--", "true"); r.code != 0 {
@@ -351,17 +375,18 @@ func TestRunLostLease(t *testing.T) {
 }
 
 // TestRunLostLeaseKill: a command that ignores SIGTERM is killed after
-// --grace.
+// --grace when the runner freezes.
 func TestRunLostLeaseKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
 	script := `trap '' TERM; touch "$0"; while :; do sleep 0.05; done`
-	p := start(t, dir, "run", "--store", sqliteURL(dir), "--key", "stubborn", "--ttl", "1s", "--grace", "300ms", "--", "sh", "-c", script, started)
+	p := start(t, dir, "run", "--store", sqliteURL(dir), "--key", "stubborn", "--ttl", "3s", "--grace", "300ms", "--", "sh", "-c", script, started)
 	waitForFile(t, started)
-	p.cmd.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(1500 * time.Millisecond)
-	p.cmd.Process.Signal(syscall.SIGCONT)
+	runner := runnerOf(t, p.cmd.Process.Pid)
+	syscall.Kill(runner, syscall.SIGSTOP)
+	waitForOutput(t, p.stderr, "SIGKILL")
+	syscall.Kill(runner, syscall.SIGCONT)
 	r := p.wait(t)
 	if r.code != 76 || !strings.Contains(r.stderr, "SIGKILL") {
 		t.Fatalf("code %d, want 76 after a SIGKILL; stderr:\n%s", r.code, r.stderr)

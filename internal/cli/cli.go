@@ -70,8 +70,10 @@ const runUsage = `Usage: leasehold run [flags] -- command [args...]
 Runs command while holding the lease on --key, renewed every ttl/3, and
 releases it when the command exits. The command gets LEASEHOLD_KEY and
 LEASEHOLD_FENCING_TOKEN in its environment and runs in its own process group.
-If the lease is lost, the command's group gets SIGTERM, then SIGKILL after
---grace. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded
+A second process renews the lease; leasehold stops the command and every
+process it started (SIGTERM, then SIGKILL after --grace) before the lease
+can expire, even if that process dies, freezes or loses the store, and
+when the command exits, whatever it left running. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leasehold are forwarded
 to the command's group. When the lease is held elsewhere, run exits 75 at
 once (silently, unless -v), or waits up to --wait for it.
 
@@ -81,13 +83,15 @@ Flags:
                  "reconcile" for /usr/local/bin/reconcile)
   --ttl D        lease ttl: how long a crashed leasehold blocks the key (default 30s)
   --wait D       wait up to D for a held lease (default 0: try once)
-  --grace D      time from SIGTERM to SIGKILL after a loss (default 10s)
+  --grace D      time from SIGTERM to SIGKILL (default 10s, or less: at most
+                 ttl/3 - 1.5 x the safety margin, 7.75s for a 30s ttl)
   -v             say what happens on stderr (acquired, not acquired, released)
 
 Exit status:
   N    the command's own status (128+S if signal S killed it)
   75   the lease was held by someone else: the command did not run
-  76   the lease was lost while the command ran: it was stopped
+  76   the lease was lost (or its renewal could not be trusted) while the
+       command ran: the command and what it started were stopped
   2    usage error (bad flag, bad store URL, no command)
   125  leasehold failed (the store could not be reached, ...)
   126  the command could not be started
@@ -155,6 +159,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return env.demo(args[1:])
 	case "run":
 		return env.run(args[1:])
+	case runnerCommand:
+		return env.runner(args[1:])
 	case "status":
 		return env.status(args[1:])
 	case "version", "--version":

@@ -2,7 +2,8 @@ package cli
 
 import "syscall"
 
-// setParentDeathSignal makes Linux send the command SIGTERM if leasehold
-// dies (kill -9): its lease then expires after ttl, and the command must not
-// go on without it.
-func setParentDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGTERM }
+// setParentDeathSignal makes Linux SIGKILL the command if the supervisor
+// dies (kill -9): nothing would stop it before its lease expires otherwise.
+// The runner then kills the rest of its group, and leaves the lease to
+// expire after its ttl.
+func setParentDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

@@ -21,3 +21,9 @@ func signalGroup(p *os.Process, sig os.Signal) { _ = p.Signal(sig) }
 func signaled(*os.ProcessState) (int, bool) { return 0, false }
 
 func signalNumber(os.Signal) int { return 2 }
+
+func groupAlive(int) bool { return false }
+
+func killGroup(int) {}
+
+func runnerAttr() *syscall.SysProcAttr { return nil }

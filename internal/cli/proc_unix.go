@@ -50,3 +50,13 @@ func signalNumber(sig os.Signal) int {
 	}
 	return 1
 }
+
+// groupAlive reports whether process group pgid has a process left.
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// killGroup sends SIGKILL to process group pgid.
+func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+// runnerAttr puts the runner in a process group of its own, so that a
+// terminal's Ctrl-C reaches the supervisor only, which decides.
+func runnerAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

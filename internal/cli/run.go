@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,36 +22,49 @@ const (
 )
 
 type runOptions struct {
-	store   string
-	key     string
-	keySet  bool // --key was given, possibly empty
-	ttl     time.Duration
-	wait    time.Duration
-	grace   time.Duration
-	verbose bool
-	argv    []string
+	store    string
+	key      string
+	keySet   bool // --key was given, possibly empty
+	ttl      time.Duration
+	wait     time.Duration
+	grace    time.Duration
+	graceSet bool // --grace was given
+	verbose  bool
+	argv     []string
 }
 
 func (e Env) run(args []string) int {
-	fs := newFlagSet("run")
-	var o runOptions
+	o, code, ok := e.parseRun("run", args)
+	if !ok {
+		return code
+	}
+	return e.supervise(o)
+}
+
+// parseRun parses and checks the flags of run (and of the runner, which
+// gets run's). ok is false when the command must return code at once.
+func (e Env) parseRun(name string, args []string) (o runOptions, code int, ok bool) {
+	fs := newFlagSet(name)
 	fs.StringVar(&o.store, "store", "", "")
 	fs.StringVar(&o.key, "key", "", "")
 	fs.DurationVar(&o.ttl, "ttl", core.DefaultTTL, "")
 	fs.DurationVar(&o.wait, "wait", 0, "")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "")
+	fs.DurationVar(&o.grace, "grace", 0, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.verbose, "verbose", false, "")
 	if code, done := e.parse(fs, args); done {
-		return code
+		return o, code, false
 	}
 	o.argv = fs.Args()
-	fs.Visit(func(f *flag.Flag) { o.keySet = o.keySet || f.Name == "key" })
+	fs.Visit(func(f *flag.Flag) {
+		o.keySet = o.keySet || f.Name == "key"
+		o.graceSet = o.graceSet || f.Name == "grace"
+	})
 	if err := o.check(); err != nil {
 		fmt.Fprintf(e.Stderr, "leasehold run: %s (see leasehold help run)\n", oneLine(err.Error()))
-		return ExitUsage
+		return o, ExitUsage, false
 	}
-	return e.runCommand(o)
+	return o, ExitOK, true
 }
 
 func (o *runOptions) check() error {
@@ -75,50 +86,27 @@ func (o *runOptions) check() error {
 	if o.wait < 0 {
 		return fmt.Errorf("--wait: negative duration %v", o.wait)
 	}
-	if o.grace < 0 {
+	return o.checkGrace()
+}
+
+// checkGrace checks --grace against the ttl, or picks it: defaultGrace,
+// or less if the ttl calls for less.
+func (o *runOptions) checkGrace() error {
+	limit := graceLimit(o.ttl)
+	switch {
+	case !o.graceSet:
+		o.grace = min(defaultGrace, limit)
+	case o.grace < 0:
 		return fmt.Errorf("--grace: negative duration %v", o.grace)
+	case o.grace > limit:
+		return fmt.Errorf("--grace %v does not fit in a %v lease: the command gets SIGTERM at most ttl/3 - 1.5 × the safety margin (%v - 1.5 × %v = %v) before its lease's deadline, and SIGKILL at it; use --grace %v or less, or a longer --ttl",
+			o.grace, o.ttl, o.ttl/3, core.SafetyMargin(o.ttl), limit, limit)
 	}
 	return nil
 }
 
-// runCommand is leasehold run once its flags are checked: it makes sure the
-// command can be run, takes the lease, runs the command under it and hands
-// the lease back. It returns leasehold run's exit status.
-func (e Env) runCommand(o runOptions) int {
-	say := e.sayer(o.verbose)
-	// Not found or not executable: say so before taking the lease.
-	if _, err := exec.LookPath(o.argv[0]); err != nil {
-		fmt.Fprintf(e.Stderr, "leasehold run: %s\n", oneLine(err.Error()))
-		return execFailure(err)
-	}
-
-	// From here on the signals leasehold forwards are caught: before the
-	// command starts they abort the wait; after, they go to the command.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-
-	l, code := e.takeLease(o, sigs, say)
-	if l == nil {
-		return code
-	}
-	defer l.close()
-	say("acquired %q (token %d); running %s", o.key, l.lk.Token(), filepath.Base(o.argv[0]))
-
-	cmd, code := e.startCommand(o, l.lk)
-	if cmd == nil {
-		l.lk.Release(context.Background())
-		return code
-	}
-	lost, waitErr := e.supervise(cmd, l.lk, sigs, o, say)
-	if lost == nil {
-		lost = e.release(l.lk, o, say)
-	}
-	if lost != nil {
-		return ExitLost
-	}
-	return exitStatus(cmd.ProcessState, waitErr)
-}
+// defaultGrace is --grace when not given (less if the ttl calls for less).
+const defaultGrace = 10 * time.Second
 
 // sayer returns the function that tells, with --verbose, what leasehold run
 // is doing.
@@ -151,104 +139,15 @@ type lease struct {
 
 // close releases the lock if it is still held (within openTimeout) and
 // closes what the lease was taken on.
-func (l *lease) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+func (l *lease) close() { l.closeWithin(openTimeout) }
+
+// closeWithin is close, giving the store d to answer.
+func (l *lease) closeWithin(d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	l.locks.Close(ctx)
 	l.st.Close()
 	l.end()
-}
-
-// takeLease opens the store and takes the lease (waiting up to --wait for
-// it) while a signal may abort: then no command runs, and a lease taken
-// meanwhile is handed back. On failure it has reported why, and returns the
-// exit status with a nil lease.
-func (e Env) takeLease(o runOptions, sigs <-chan os.Signal, say func(string, ...any)) (*lease, int) {
-	// lockCtx is the lock's life: it must outlive the command, so it is not
-	// tied to the signals; ending it ends the store set-up and the wait.
-	lockCtx, endLock := context.WithCancel(context.Background())
-	type taken struct {
-		l    *lease
-		code int
-	}
-	result := make(chan taken, 1)
-	go func() {
-		l, code := e.acquire(lockCtx, o, say)
-		result <- taken{l, code}
-	}()
-	var t taken
-	select {
-	case t = <-result:
-	case sig := <-sigs:
-		endLock() // ends the wait; a lock taken meanwhile is released with it
-		if t = <-result; t.l != nil {
-			t.l.end = endLock
-			t.l.lk.Release(context.Background())
-			t.l.close()
-		}
-		say("%v before the command started; not running it", sig)
-		return nil, 128 + signalNumber(sig)
-	}
-	if t.l == nil {
-		endLock()
-		return nil, t.code
-	}
-	t.l.end = endLock
-	return t.l, ExitOK
-}
-
-// startCommand starts the command, with the lease's key and fencing token
-// in its environment. On failure it has reported why, and returns the exit
-// status with a nil command.
-func (e Env) startCommand(o runOptions, lk *core.Lock) (*exec.Cmd, int) {
-	cmd := exec.Command(o.argv[0], o.argv[1:]...)
-	cmd.Env = append(withoutEnv(os.Environ(), EnvKey, EnvToken),
-		EnvKey+"="+o.key, EnvToken+"="+strconv.FormatInt(lk.Token(), 10))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(e.Stderr, "leasehold run: %s\n", oneLine(err.Error()))
-		return nil, execFailure(err)
-	}
-	return cmd, ExitOK
-}
-
-// supervise waits for the command to exit, forwarding to it the signals
-// leasehold catches. If the lease is lost meanwhile, it stops the command:
-// SIGTERM, then SIGKILL after --grace. It returns the loss, if any, and the
-// command's Wait error.
-func (e Env) supervise(cmd *exec.Cmd, lk *core.Lock, sigs <-chan os.Signal, o runOptions, say func(string, ...any)) (*core.LockLostError, error) {
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var (
-		lost     *core.LockLostError
-		lockDone = lk.Done()
-		kill     <-chan time.Time
-	)
-	for {
-		select {
-		case err := <-waited:
-			return lost, err
-		case sig := <-sigs:
-			say("forwarding %v to the command", sig)
-			signalGroup(cmd.Process, sig)
-		case <-lockDone:
-			lockDone = nil
-			if !errors.As(context.Cause(lk.Context()), &lost) {
-				continue // released: cannot happen before the command exits
-			}
-			fmt.Fprintf(e.Stderr, "leasehold: lease on %q lost (%s): stopping the command (SIGTERM, SIGKILL after %v)\n",
-				o.key, lost.Reason, o.grace)
-			signalGroup(cmd.Process, sigTERM)
-			t := time.NewTimer(o.grace)
-			defer t.Stop()
-			kill = t.C
-		case <-kill:
-			kill = nil
-			fmt.Fprintf(e.Stderr, "leasehold: the command outlived --grace %v: SIGKILL\n", o.grace)
-			signalGroup(cmd.Process, sigKILL)
-		}
-	}
 }
 
 // release hands the lease back once the command has exited. The store may
@@ -272,7 +171,7 @@ func (e Env) release(lk *core.Lock, o runOptions, say func(string, ...any)) *cor
 
 // acquire opens the store and takes the lease in ctx. On failure it has
 // reported the error and returns the exit status, with a nil lease.
-func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)) (*lease, int) {
+func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any), opts ...core.Option) (*lease, int) {
 	raw, err := storeURL(o.store)
 	if err != nil {
 		return nil, e.fail(err, ExitRunFailed)
@@ -289,7 +188,7 @@ func (e Env) acquire(ctx context.Context, o runOptions, say func(string, ...any)
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
-	locks, err := core.New(st, core.WithLogger(logger), core.WithDefaultTTL(o.ttl))
+	locks, err := core.New(st, append([]core.Option{core.WithLogger(logger), core.WithDefaultTTL(o.ttl)}, opts...)...)
 	if err != nil {
 		st.Close()
 		return nil, e.fail(err, ExitRunFailed)
