@@ -102,20 +102,27 @@ func (s *Store) String() string {
 	return fmt.Sprintf("etcd %s (prefix %q)", strings.Join(s.cli.Endpoints(), ","), s.prefix)
 }
 
-// leaseSeconds is the lease ttl for a lock ttl: rounded up to whole
-// seconds, never down, so that the lease never ends before the ttl.
+// leaseSeconds is the lease ttl for a lock ttl: ttl plus [grantSlack],
+// rounded up to whole seconds, never down, so that the lease never ends
+// before the ttl.
 func leaseSeconds(ttl time.Duration) int64 {
-	return int64((ttl + time.Second - 1) / time.Second)
+	return int64((ttl + grantSlack + time.Second - 1) / time.Second)
 }
 
+// grantSlack: a lease's ttl runs from its grant, and the key is attached
+// to it a round trip later. Leases are granted at least this much longer
+// than the ttl, so that the lock still lasts ttl from the transaction that
+// took it; an acquisition slower than its lease's slack keeps the lease
+// alive once more before it answers.
+const grantSlack = 100 * time.Millisecond
+
 // ExpiryPrecision declares how late etcd may free a lock of ttl (see
-// [core.ExpiryPrecisioner]): the rounding of the ttl up to whole seconds
-// and to the cluster's minimum, plus the leader's expiry scan and the
-// revocation through raft. Leader changes come on top: a new leader gives
+// [core.ExpiryPrecisioner]): the rounding of the ttl (plus a slack of
+// 100ms) up to whole seconds and to the cluster's minimum, plus the
+// leader's expiry scan and the revocation through raft. Leader changes come on top: a new leader gives
 // every lease its whole ttl again (see docs/etcd.md).
 func (s *Store) ExpiryPrecision(ttl time.Duration) time.Duration {
-	granted := max(time.Duration(leaseSeconds(ttl))*time.Second, s.minTTL)
-	return granted - ttl + scanLateness
+	return time.Duration(s.grantedSeconds(ttl))*time.Second - ttl + scanLateness
 }
 
 // Acquire grants a lease of ttl (rounded up to whole seconds) and attaches
@@ -125,8 +132,8 @@ func (s *Store) ExpiryPrecision(ttl time.Duration) time.Duration {
 // revoked: a key attached to it goes with it, so nothing stays locked by an
 // acquisition that answered no or failed.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	secs := leaseSeconds(ttl)
-	grant, err := s.cli.Grant(ctx, secs)
+	sent := time.Now()
+	grant, err := s.cli.Grant(ctx, leaseSeconds(ttl))
 	if err != nil {
 		return 0, false, fmt.Errorf("etcdstore: acquire %q: grant lease: %w", key, err)
 	}
@@ -157,10 +164,33 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		}
 		token = kvs[0].CreateRevision // an earlier try of this call took it
 	}
+	if ok, err := s.stillLasts(ctx, lease, sent, grant.TTL, ttl); err != nil || !ok {
+		if err != nil {
+			s.revoke(lease)
+			return 0, false, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+		}
+		return 0, false, nil // the lease, and the key with it, is gone
+	}
 	s.mu.Lock()
 	s.held[lockID{key, owner}] = heldLease{lease, grant.TTL}
 	s.mu.Unlock()
 	return token, true, nil
+}
+
+// stillLasts makes sure that a lease granted for secs seconds, whose grant
+// was sent at sent, and to which a key was just attached, lasts ttl from
+// now: when the grant and the transaction took longer than the lease's
+// slack, it keeps the lease alive once more. ok is false if the lease is
+// gone (and its key with it).
+func (s *Store) stillLasts(ctx context.Context, lease clientv3.LeaseID, sent time.Time, secs int64, ttl time.Duration) (bool, error) {
+	if time.Since(sent) <= time.Duration(secs)*time.Second-ttl {
+		return true, nil
+	}
+	granted, err := s.keepAlive(ctx, []clientv3.LeaseID{lease})
+	if err != nil {
+		return false, err
+	}
+	return granted[0] > 0, nil
 }
 
 // revoke revokes a lease that must not outlive the call, within a few
@@ -202,9 +232,9 @@ func (s *Store) forget(key, owner string) {
 // Renew keeps the lock's lease alive: etcd sets its expiry to its granted
 // ttl from now, atomically, if the lease still exists. The lease belongs to
 // this acquisition alone, so it exists exactly while the lock does. A ttl
-// longer than the lease's (rounded up) moves the key to a new lease, in a
-// transaction that checks the key is still on the old one; a shorter ttl
-// keeps the longer lease, which frees the lock later, never earlier.
+// other than the lease's (a hand-back's short one, a longer one) moves the
+// key to a new lease of that ttl, in a transaction that checks the key is
+// still the owner's, on the old lease.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
 	h, ok, err := s.leaseOf(ctx, key, owner)
 	if err != nil {
@@ -213,26 +243,36 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	if !ok {
 		return false, nil
 	}
-	granted, err := s.keepAlive(ctx, []clientv3.LeaseID{h.id})
-	if err != nil {
-		return false, fmt.Errorf("etcdstore: renew %q: %w", key, err)
-	}
-	if granted[0] <= 0 {
-		s.forget(key, owner)
-		return false, nil
-	}
-	if granted[0] >= leaseSeconds(ttl) {
-		return true, nil
+	want := s.grantedSeconds(ttl)
+	if h.ttl == 0 || h.ttl == want {
+		granted, err := s.keepAlive(ctx, []clientv3.LeaseID{h.id})
+		if err != nil {
+			return false, fmt.Errorf("etcdstore: renew %q: %w", key, err)
+		}
+		if granted[0] <= 0 {
+			s.forget(key, owner)
+			return false, nil
+		}
+		if granted[0] == want {
+			return true, nil
+		}
 	}
 	ok, err = s.moveLease(ctx, key, owner, h.id, ttl)
 	if err != nil {
-		return false, fmt.Errorf("etcdstore: renew %q with a longer ttl: %w", key, err)
+		return false, fmt.Errorf("etcdstore: renew %q with a new ttl: %w", key, err)
 	}
 	return ok, nil
 }
 
+// grantedSeconds is the ttl etcd grants a lease asked for ttl: rounded up
+// to whole seconds, and at least the cluster's minimum.
+func (s *Store) grantedSeconds(ttl time.Duration) int64 {
+	return max(leaseSeconds(ttl), leaseSeconds(s.minTTL))
+}
+
 // moveLease attaches owner's key, on lease old, to a new lease of ttl.
 func (s *Store) moveLease(ctx context.Context, key, owner string, old clientv3.LeaseID, ttl time.Duration) (bool, error) {
+	sent := time.Now()
 	grant, err := s.cli.Grant(ctx, leaseSeconds(ttl))
 	if err != nil {
 		return false, err
@@ -255,7 +295,11 @@ func (s *Store) moveLease(ctx context.Context, key, owner string, old clientv3.L
 	s.held[lockID{key, owner}] = heldLease{grant.ID, grant.TTL}
 	s.mu.Unlock()
 	s.revoke(old) // no key is on it now
-	return true, nil
+	ok, err := s.stillLasts(ctx, grant.ID, sent, grant.TTL, ttl)
+	if !ok && err == nil {
+		s.forget(key, owner)
+	}
+	return ok, err
 }
 
 // Release revokes the lock's lease, which deletes its key in the same raft
