@@ -26,8 +26,8 @@ const DefaultMinTTL = 2 * time.Second
 
 // scanLateness is how late etcd's leader frees a lease after its ttl: the
 // lessor looks for expired leases every 500ms and then revokes them
-// through raft. Measured at under 300ms on loopback; the declaration keeps
-// a wide margin, since it only ever makes the store look later.
+// through raft. The declaration keeps a wide margin, since it only ever
+// makes the store look later.
 const scanLateness = time.Second
 
 // Options configures a [Store]. The zero value is valid.

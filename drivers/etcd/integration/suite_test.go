@@ -18,7 +18,7 @@ import (
 // kitTTL: the store grants leases of ttl + 100ms rounded up to whole
 // seconds (12s here), and etcd's leader frees them on its scan (every
 // 500ms) through raft, so a lock is free between ttl and ttl + 100ms + the
-// scan's lateness (about 300ms, over a second on a loaded machine). The
+// scan's lateness (up to 500ms and a raft round, more on a loaded machine). The
 // kit's expiry cases allow ttl/6 of lateness (almost 2s here) and do not
 // read the store's declared precision yet.
 const kitTTL = 11900 * time.Millisecond
