@@ -267,7 +267,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // grantedSeconds is the ttl etcd grants a lease asked for ttl: rounded up
 // to whole seconds, and at least the cluster's minimum.
 func (s *Store) grantedSeconds(ttl time.Duration) int64 {
-	return max(leaseSeconds(ttl), leaseSeconds(s.minTTL))
+	return max(leaseSeconds(ttl), int64((s.minTTL+time.Second-1)/time.Second))
 }
 
 // moveLease attaches owner's key, on lease old, to a new lease of ttl.
