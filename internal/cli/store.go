@@ -66,7 +66,7 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-const storeSchemes = "sqlite:///path/to/locks.db, postgres://..., mysql://user:pass@host:port/db or redis://host:port/db"
+const storeSchemes = "sqlite:///path/to/locks.db, postgres://..., mysql://user:pass@host:port/db, redis://host:port/db or etcd://host:port[,host:port...]/prefix"
 
 // storeURL returns the store URL to use: the flag's value, else
 // $LEASEHOLD_STORE, else the per-user SQLite file.
@@ -115,6 +115,8 @@ func openStore(ctx context.Context, raw string) (*store, error) {
 		return openMySQL(ctx, raw)
 	case "redis", "rediss", "valkey", "valkeys":
 		return openRedis(raw)
+	case "etcd":
+		return openEtcd(raw)
 	}
 	return nil, usagef("unsupported store %q: want %s", redact(raw), storeSchemes)
 }

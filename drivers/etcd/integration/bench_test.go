@@ -1,0 +1,136 @@
+package integration
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc"
+
+	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
+	"github.com/leasehold/leasehold/internal/testserver/etcdserver"
+)
+
+// countingClient is an etcd client that counts the requests it sends:
+// unary calls, and messages sent on streams (a keep-alive is one).
+func countingClient(b *testing.B, endpoints []string, n *atomic.Int64) *clientv3.Client {
+	b.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				n.Add(1)
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}),
+			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				s, err := streamer(ctx, desc, cc, method, opts...)
+				return countingStream{s, n}, err
+			}),
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+type countingStream struct {
+	grpc.ClientStream
+	n *atomic.Int64
+}
+
+func (s countingStream) SendMsg(m any) error { s.n.Add(1); return s.ClientStream.SendMsg(m) }
+
+// BenchmarkVersusMutex measures requests per operation of the store and
+// of etcd's own concurrency.Mutex on the same embedded member: acquire and
+// release, a failed try, and a renewal (the Mutex has none of its own: its
+// session's lease renews every lock of the session at once).
+func BenchmarkVersusMutex(b *testing.B) {
+	eps := etcdserver.Endpoints(b)
+	var n atomic.Int64
+	cli := countingClient(b, eps, &n)
+	other := countingClient(b, eps, new(atomic.Int64))
+	s := etcdstore.New(cli)
+	ctx := context.Background()
+	const ttl = 30 * time.Second
+	report := func(b *testing.B, start int64) {
+		b.ReportMetric(float64(n.Load()-start)/float64(b.N), "reqs/op")
+	}
+	b.Run("leasehold/acquire-release", func(b *testing.B) {
+		start := n.Load()
+		for b.Loop() {
+			if _, ok, err := s.Acquire(ctx, "bench", "o", ttl); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			if ok, err := s.Release(ctx, "bench", "o"); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+		report(b, start)
+	})
+	b.Run("leasehold/failed-try", func(b *testing.B) {
+		if _, ok, err := etcdstore.New(other).Acquire(ctx, "bench-held", "x", ttl); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		start := n.Load()
+		for b.Loop() {
+			if _, ok, err := s.Acquire(ctx, "bench-held", "o", ttl); err != nil || ok {
+				b.Fatal(ok, err)
+			}
+		}
+		report(b, start)
+	})
+	b.Run("leasehold/renew", func(b *testing.B) {
+		if _, ok, err := s.Acquire(ctx, "bench-renew", "o", ttl); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		start := n.Load()
+		for b.Loop() {
+			if ok, err := s.Renew(ctx, "bench-renew", "o", ttl); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+		report(b, start)
+	})
+	session, err := concurrency.NewSession(cli, concurrency.WithTTL(30))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = session.Close() })
+	b.Run("mutex/lock-unlock", func(b *testing.B) {
+		m := concurrency.NewMutex(session, "/bench-mutex/")
+		start := n.Load()
+		for b.Loop() {
+			if err := m.Lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, start)
+	})
+	b.Run("mutex/failed-try", func(b *testing.B) {
+		otherSession, err := concurrency.NewSession(other, concurrency.WithTTL(30))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer otherSession.Close()
+		if err := concurrency.NewMutex(otherSession, "/bench-mutex-held/").Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		m := concurrency.NewMutex(session, "/bench-mutex-held/")
+		start := n.Load()
+		for b.Loop() {
+			if err := m.TryLock(ctx); err != concurrency.ErrLocked {
+				b.Fatal(err)
+			}
+		}
+		report(b, start)
+	})
+}

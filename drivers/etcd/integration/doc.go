@@ -1,0 +1,7 @@
+// Package integration tests the etcdstore driver against real etcd
+// members, embedded in the test process (internal/testserver/etcdserver)
+// or named by LEASEHOLD_TEST_ETCD: the conformance kit as a Ginkgo suite
+// labelled "etcd", and the fault scenarios on a three-member cluster whose
+// leader is killed under held locks. It is a module of its own so that the
+// driver's module needs nothing but its run-time dependencies.
+package integration

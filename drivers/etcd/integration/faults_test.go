@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
+	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
+	"github.com/leasehold/leasehold/internal/testserver/etcdserver"
+)
+
+// TestLeaderKill kills the leader of a three-member cluster, again and
+// again, while one instance holds and renews locks and another spins on
+// them. The holder must keep every lock (its renewals reach the new
+// leader, which gives every lease its whole ttl again), nobody else may
+// get a key while its holder's context is live, and every token must be
+// greater than the key's earlier ones.
+func TestLeaderKill(t *testing.T) {
+	const (
+		locks = 20
+		kills = 3
+		ttl   = 6 * time.Second
+	)
+	c := etcdserver.Start(t, 3)
+	holder := coretest.NewLocks(t, etcdstore.New(newClient(t, c.Endpoints())))
+	spinner := coretest.NewLocks(t, etcdstore.New(newClient(t, c.Endpoints())))
+	ctx := context.Background()
+
+	held := make([]*core.Lock, locks)
+	last := make([]int64, locks) // highest token seen per key
+	for i := range held {
+		lk, err := holder.Acquire(ctx, fmt.Sprintf("kill:%d", i), core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i], last[i] = lk, lk.Token()
+	}
+
+	var (
+		stop       atomic.Bool
+		intrusions atomic.Int64
+		mu         sync.Mutex
+		problems   []string
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() {
+		for !stop.Load() {
+			for i := range locks {
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				lk, err := spinner.Acquire(cctx, fmt.Sprintf("kill:%d", i), core.WithTTL(ttl))
+				cancel()
+				if err != nil {
+					if !errors.Is(err, core.ErrNotAcquired) {
+						time.Sleep(50 * time.Millisecond) // no leader for a moment
+					}
+					continue
+				}
+				mu.Lock()
+				if held[i].Context().Err() == nil {
+					intrusions.Add(1)
+					problems = append(problems, fmt.Sprintf("key %d granted (token %d) while its holder's context was live", i, lk.Token()))
+				}
+				if lk.Token() <= last[i] {
+					problems = append(problems, fmt.Sprintf("key %d: token %d after %d", i, lk.Token(), last[i]))
+				}
+				last[i] = lk.Token()
+				mu.Unlock()
+				_ = lk.Release(ctx)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	for k := range kills {
+		leader, err := c.Leader(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		c.Kill(leader)
+		next, err := c.Leader(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kill %d: member %d killed, member %d leads after %v", k+1, leader, next, time.Since(killed).Round(time.Millisecond))
+		time.Sleep(ttl) // renewals run on the new leader for a whole ttl
+		if err := c.Restart(leader); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl / 2)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	lost := 0
+	for _, lk := range held {
+		if lk.Context().Err() != nil {
+			lost++
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d locks lost by a holder that kept renewing through %d leader kills", lost, locks, kills)
+	}
+	t.Logf("%d leader kills: %d of %d locks lost, %d intrusions", kills, lost, locks, intrusions.Load())
+}

@@ -1,0 +1,78 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// keepAlive renews leases on one keep-alive stream: it sends every request,
+// then reads the answers, which the server sends in order, so that a batch
+// costs one round trip. ttls[i] is the lease's granted ttl in seconds, or 0
+// or less if it no longer exists. Keeping a lease alive twice is harmless,
+// so a call that fails with a transient error (a leader change, an
+// unreachable member) is sent again, until ctx ends.
+func (s *Store) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
+	var ttls []int64
+	err := retry(ctx, func() error {
+		var err error
+		ttls, err = s.keepAliveOnce(ctx, ids)
+		return err
+	})
+	return ttls, err
+}
+
+func (s *Store) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream
+	stream, err := s.leases.LeaseKeepAlive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
+			return nil, err
+		}
+	}
+	ttls := make([]int64, len(ids))
+	for i, id := range ids {
+		resp, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if resp.ID != int64(id) {
+			return nil, fmt.Errorf("keep-alive answered lease %x for lease %x", resp.ID, int64(id))
+		}
+		ttls[i] = resp.TTL
+	}
+	return ttls, nil
+}
+
+// retry calls f until it succeeds, fails for good, or ctx ends. etcd
+// answers Unavailable while it has no leader or has just changed leaders
+// ("etcdserver: leader changed"), and gRPC does for a member that went
+// away; the next try, a little later, goes to a member that can answer.
+// f must be safe to repeat.
+func retry(ctx context.Context, f func() error) error {
+	wait := 25 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			if ctx.Err() != nil && err != nil {
+				return fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
