@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
 )
 
 // steeredCases reach the window between a store call's round trips on
@@ -300,4 +299,3 @@ func acquireCutShort(t testing.TB, e *env) {
 	}
 	t.Logf("conformance: %s: cut Acquire calls short at each of their %d looks at their context", e.name, looks)
 }
-

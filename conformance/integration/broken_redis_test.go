@@ -195,4 +195,3 @@ func redisStores(t testing.TB, wrap func(redisBase) core.LockStore) func(testing
 		return wrap(redisBase{c: redisClient(tb, url), prefix: prefix})
 	}
 }
-

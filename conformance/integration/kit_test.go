@@ -42,14 +42,16 @@ func (v *verdict) note(failed, skipped bool, msg string) {
 	}
 }
 
-func (v *verdict) Helper()                           {}
-func (v *verdict) Log(args ...any)                   {}
-func (v *verdict) Logf(string, ...any)               {}
-func (v *verdict) Error(args ...any)                 { v.note(true, false, fmt.Sprint(args...)) }
-func (v *verdict) Errorf(format string, args ...any) { v.note(true, false, fmt.Sprintf(format, args...)) }
-func (v *verdict) Fail()                             { v.note(true, false, "") }
-func (v *verdict) FailNow()                          { v.note(true, false, ""); runtime.Goexit() }
-func (v *verdict) Fatal(args ...any)                 { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
+func (v *verdict) Helper()             {}
+func (v *verdict) Log(args ...any)     {}
+func (v *verdict) Logf(string, ...any) {}
+func (v *verdict) Error(args ...any)   { v.note(true, false, fmt.Sprint(args...)) }
+func (v *verdict) Errorf(format string, args ...any) {
+	v.note(true, false, fmt.Sprintf(format, args...))
+}
+func (v *verdict) Fail()             { v.note(true, false, "") }
+func (v *verdict) FailNow()          { v.note(true, false, ""); runtime.Goexit() }
+func (v *verdict) Fatal(args ...any) { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
 func (v *verdict) Fatalf(format string, args ...any) {
 	v.note(true, false, fmt.Sprintf(format, args...))
 	runtime.Goexit()
