@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -51,9 +52,10 @@ func steeredCases() []Case {
 
 // steerCalls runs call(i, ctx) for every i < n in a goroutine of its own,
 // each on a steered context that stops at its pause-th look, and returns
-// once each call has either stopped there or returned: paused[i] says
-// which. wait waits for the calls to return.
-func (e *env) steerCalls(n, pause int, timeout time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused []bool, res []result, wait func()) {
+// once each call has either stopped there or returned, or patience has
+// run out: paused[i] says which calls stopped. wait lets every call go on
+// and waits for them to return.
+func (e *env) steerCalls(n, pause int, timeout, patience time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused []bool, res []result, wait func()) {
 	ctxs, paused, res = make([]*steered, n), make([]bool, n), make([]result, n)
 	done := make([]chan struct{}, n)
 	for i := range n {
@@ -67,7 +69,7 @@ func (e *env) steerCalls(n, pause int, timeout time.Duration, call func(i int, c
 	// stopped call holds: database/sql looks at the context while it holds
 	// the pool's mutex, for one. Such a call neither stops nor returns; after
 	// a while it counts as not stopped, and goes on with the others.
-	give := time.NewTimer(time.Second)
+	give := time.NewTimer(patience)
 	defer give.Stop()
 	for i := range n {
 		select {
@@ -79,8 +81,12 @@ func (e *env) steerCalls(n, pause int, timeout time.Duration, call func(i int, c
 		}
 	}
 	return ctxs, paused, res, func() {
+		// Every call goes on before any is waited for: one may wait for a
+		// lock that a later one, stopped, holds.
 		for i := range n {
 			ctxs[i].goOn()
+		}
+		for i := range n {
 			<-done[i]
 			ctxs[i].release()
 		}
@@ -169,9 +175,13 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 		e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
 	}
 	tl := e.startTimeline()
-	ctxs, paused, old, wait := e.steerCalls(n, pause, e.opts.Timeout+4*ttl, func(i int, ctx context.Context) result {
+	ctxs, paused, old, wait := e.steerCalls(n, pause, e.opts.Timeout+4*ttl, ttl, func(i int, ctx context.Context) result {
 		return e.do(ctx, op, keys[i], olds[i], ttl)
 	})
+	if !slices.Contains(paused, true) {
+		wait()
+		return 0 // the calls made fewer looks than pause
+	}
 	if op == "acquire" {
 		// The lock the stopped Acquire may have written is younger
 		// than the timeline: count its ttl from the stop.
@@ -264,7 +274,7 @@ func acquireCutShort(t testing.TB, e *env) {
 		for i := range keys {
 			e.cleanupRelease(t, keys[i], owners[i])
 		}
-		ctxs, paused, _, wait := e.steerCalls(n, pause, e.opts.Timeout, func(i int, ctx context.Context) result {
+		ctxs, paused, _, wait := e.steerCalls(n, pause, e.opts.Timeout, ttl, func(i int, ctx context.Context) result {
 			return e.do(ctx, "acquire", keys[i], owners[i], ttl)
 		})
 		for i := range n {

@@ -42,10 +42,10 @@ func (v *verdict) note(failed, skipped bool, msg string) {
 	}
 }
 
-func (v *verdict) Helper()             {}
-func (v *verdict) Log(args ...any)     {}
-func (v *verdict) Logf(string, ...any) {}
-func (v *verdict) Error(args ...any)   { v.note(true, false, fmt.Sprint(args...)) }
+func (v *verdict) Helper()                         {}
+func (v *verdict) Log(args ...any)                 { v.TB.Log(args...) }
+func (v *verdict) Logf(format string, args ...any) { v.TB.Logf(format, args...) }
+func (v *verdict) Error(args ...any)               { v.note(true, false, fmt.Sprint(args...)) }
 func (v *verdict) Errorf(format string, args ...any) {
 	v.note(true, false, fmt.Sprintf(format, args...))
 }
