@@ -168,6 +168,10 @@ type Case struct {
 	// up to about 2 × TTL).
 	Waits bool
 
+	// alone marks cases that must not run beside the waiting cases (see
+	// steeredCases): Specs runs them once those have ended.
+	alone bool
+
 	run func(t testing.TB, e *env)
 }
 
@@ -300,6 +304,11 @@ func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
 			continue
 		}
 		ginkgo.It(c.Name, func() {
+			if c.alone {
+				for _, j := range waiting {
+					<-j.done
+				}
+			}
 			judge(ginkgo.GinkgoTB(), c, newStore, opts).report(ginkgo.GinkgoTB())
 		})
 	}

@@ -17,34 +17,41 @@ import (
 // the stop or wholly after it, and its answers agree with the takeover; a
 // store that reads in one round trip and writes in the next writes over the
 // new holder, whatever the speed of the server or of the machine.
+//
+// They sleep, but they are not marked Waits: a call stopped while its client
+// holds a lock of its pool (database/sql looks at the context under the
+// pool's mutex) stalls every call through that pool until it goes on, and
+// would make the expiry cases running beside it late. So they run alone:
+// under Run before the waiting cases start, under Specs once those have
+// ended (see Case.alone).
 func steeredCases() []Case {
 	return []Case{
 		{
 			Name:    "steer-renew-takeover",
 			Catches: "a Renew that reads the owner in one round trip and extends the lock in another (GET then PEXPIRE, SELECT then UPDATE by key), so that an old holder whose lock expires in between extends the lock of the owner that took the key over, and both believe they hold it.",
 			Fix:     "Make Renew one conditional write that checks the owner and the expiry in the same statement or script (UPDATE … WHERE key = ? AND owner = ? AND the lock has not expired; in Redis, one script), never a read followed by a separate write.",
-			Waits:   true,
+			alone:   true,
 			run:     steerTakeover("renew"),
 		},
 		{
 			Name:    "steer-release-takeover",
 			Catches: "a Release that reads the owner in one round trip and deletes in another (GET then DEL, SELECT then DELETE by key), so that an old holder whose lock expires in between frees the lock of the owner that took the key over.",
 			Fix:     "Make Release one conditional delete that checks the owner in the same statement or script (DELETE … WHERE key = ? AND owner = ?; in Redis, one script), never a read followed by a separate write.",
-			Waits:   true,
+			alone:   true,
 			run:     steerTakeover("release"),
 		},
 		{
 			Name:    "steer-acquire-takeover",
 			Catches: "an Acquire that takes the lock in one round trip and draws or stores its fencing token in another (SET NX then INCR), so that an Acquire stopped between them hands out a token greater than that of an owner that took the key after it.",
 			Fix:     "Draw the token inside the statement or script that takes the lock, so that taking the lock and its token are one atomic step.",
-			Waits:   true,
+			alone:   true,
 			run:     steerTakeover("acquire"),
 		},
 		{
 			Name:    "acquire-cut-short",
 			Catches: "an Acquire that takes the lock in one round trip and sets its expiry in another (SETNX then PEXPIRE, an INSERT and a later UPDATE), so that a call cut short between them, by a cancelled context or a lost connection, leaves the key locked for ever.",
 			Fix:     "Write the lock and its expiry in one statement or script (SET key owner NX PX ttl; one INSERT … ON CONFLICT with the expiry), so that no outcome of a cut-short call leaves a lock without an expiry.",
-			Waits:   true,
+			alone:   true,
 			run:     acquireCutShort,
 		},
 	}
