@@ -221,6 +221,11 @@ func Cases() []Case {
 // Returning the same store every time also works, but leaves client-side
 // state untested.
 //
+// Each case is judged under the kit's lateness rule: a failure while the
+// test process itself ran late by more than TTL/6 is rerun once, and then
+// reported as inconclusive, with the measured lateness and no usual fix
+// (skipped under -short); see docs/conformance.md, "Inconclusive verdicts".
+//
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
 // 1.7 × TTL (the longest of them, see [Case.Waits], and at least a second)
