@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"sync"
@@ -83,6 +84,15 @@ type Options struct {
 	// the prefix. Default [DefaultPrefix] ("conformance"); at most 100
 	// characters, and itself a valid key (see [core.ValidateKey]).
 	KeyPrefix string
+
+	// DB, if set, is the database/sql pool the stores under test share.
+	// The kit then watches it during the race cases and says so when the
+	// pool closed idle connections round after round (a pool whose
+	// SetMaxIdleConns is below the calls the kit makes at once reconnects
+	// on every round, which can make the kit ten times slower); see
+	// docs/conformance.md, "Pool sizing". Optional: the kit never uses it
+	// to call the store.
+	DB *sql.DB
 }
 
 // TokenResetter is implemented by stores that can send their token source
@@ -158,6 +168,10 @@ type Case struct {
 	// up to about 2 × TTL).
 	Waits bool
 
+	// alone marks cases that must not run beside the waiting cases (see
+	// steeredCases): Specs runs them once those have ended.
+	alone bool
+
 	run func(t testing.TB, e *env)
 }
 
@@ -207,6 +221,11 @@ func Cases() []Case {
 // Returning the same store every time also works, but leaves client-side
 // state untested.
 //
+// Each case is judged under the kit's lateness rule: a failure while the
+// test process itself ran late by more than TTL/6 is rerun once, and then
+// reported as inconclusive, with the measured lateness and no usual fix
+// (skipped under -short); see docs/conformance.md, "Inconclusive verdicts".
+//
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
 // 1.7 × TTL (the longest of them, see [Case.Waits], and at least a second)
@@ -231,12 +250,12 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 			waiting = append(waiting, c)
 			continue
 		}
-		t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+		t.Run(c.Name, func(t *testing.T) { judge(t, c, newStore, o).report(t) })
 	}
 	var wg sync.WaitGroup
 	for _, c := range waiting {
 		wg.Go(func() {
-			t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+			t.Run(c.Name, func(t *testing.T) { judge(t, c, newStore, o).report(t) })
 		})
 	}
 	wg.Wait()
@@ -265,12 +284,17 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
 	var (
 		start   sync.Once
-		waiting = map[string]*pending{}
+		waiting = map[string]*judged{}
 	)
 	startWaiting := func() {
 		for _, c := range Cases() {
 			if c.Waits {
-				waiting[c.Name] = startRecorded(ginkgo.GinkgoTB(), c, newStore, opts)
+				j := &judged{done: make(chan struct{})}
+				waiting[c.Name] = j
+				go func() {
+					defer close(j.done)
+					j.out = judge(ginkgo.GinkgoTB(), c, newStore, opts)
+				}()
 			}
 		}
 	}
@@ -278,14 +302,39 @@ func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
 		if c.Waits && opts.AdvanceTime == nil {
 			ginkgo.It(c.Name, func() {
 				start.Do(startWaiting)
-				waiting[c.Name].wait().report(ginkgo.GinkgoTB())
+				j := waiting[c.Name]
+				<-j.done
+				j.out.report(ginkgo.GinkgoTB())
 			})
 			continue
 		}
 		ginkgo.It(c.Name, func() {
-			runCase(ginkgo.GinkgoTB(), c, newStore, opts)
+			if c.alone {
+				for _, j := range waiting {
+					<-j.done
+				}
+			}
+			judge(ginkgo.GinkgoTB(), c, newStore, opts).report(ginkgo.GinkgoTB())
 		})
 	}
+}
+
+// judged is the verdict of a case running in a goroutine of its own.
+type judged struct {
+	done chan struct{}
+	out  outcome
+}
+
+// Run runs the case alone against the stores newStore returns, under the
+// kit's lateness rule (see [Run]), and reports its verdict to t: a failure
+// fails t, an inconclusive verdict fails it too (or skips it under -short),
+// and a skip skips it. A failure ends t's goroutine, as t.Fatal does. It
+// lets a test run one case, or hand the kit a testing.TB of its own that
+// records the verdict instead of failing, as the kit's tests do with
+// deliberately broken stores.
+func (c Case) Run(t testing.TB, newStore func(t testing.TB) core.LockStore, opts Options) {
+	t.Helper()
+	judge(t, c, newStore, opts).report(t)
 }
 
 // runCase runs one case against a store from newStore. It validates opts
@@ -314,6 +363,9 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 				h.check(ct)
 			}
 		}()
+		if o.DB != nil {
+			defer watchPool(t, o.DB, o.Callers)()
+		}
 	}
 	open := func() core.LockStore {
 		s := newStore(t)
