@@ -158,7 +158,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseUnheld(key, owner, cfg.kind, unknownOutcomeTimeout)
+			l.releaseUnheld(key, owner, cfg.kind, unknownOutcomeTimeout, err)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -232,7 +232,7 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	if broken != "" || l.closed {
 		closed := l.closed
 		l.mu.Unlock()
-		l.releaseUnheld(key, owner, cfg.kind, releaseTimeout)
+		l.releaseUnheld(key, owner, cfg.kind, releaseTimeout, nil)
 		var err error = &StoreContractError{Key: key, Token: token, Rule: broken}
 		if closed {
 			err = ErrClosed
@@ -258,7 +258,11 @@ const unknownOutcomeTimeout = 2 * time.Second
 // releaseUnheld releases a key that this process may hold in the store but
 // must not keep (a grant it refused, or an acquisition whose outcome is
 // unknown), within timeout. No Lock holds it, so the keeper never sees it.
-func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration) {
+// acquireErr is the error of the acquire whose outcome is unknown, if that
+// is why: when the release fails the same way, and neither timed out, the
+// store ran neither (a missing table, a refused connection), nothing was
+// taken, and there is nothing to warn about.
+func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration, acquireErr error) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
 	// cancelled it, and must still be released.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
@@ -267,11 +271,24 @@ func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Dur
 	released, err := l.store.Release(ctx, key, owner)
 	end(released, err)
 	switch {
+	case err != nil && acquireErr != nil && sameRefusal(acquireErr, err):
+		l.log.Debug("leasehold: the store refused an acquire and its release alike; nothing was taken", "key", key, "err", err)
+	case err != nil && acquireErr != nil:
+		l.log.Warn("leasehold: could not release what a failed acquire may have taken; the key may stay held until its ttl", "key", key, "err", err, "acquire_err", acquireErr)
 	case err != nil:
 		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
 	case released:
 		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
 	}
+}
+
+// sameRefusal reports whether two store errors say the same thing and
+// neither is a timeout, after which the store may have done the work.
+func sameRefusal(a, b error) bool {
+	timeout := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	}
+	return !timeout(a) && !timeout(b) && a.Error() == b.Error()
 }
 
 // Close shuts the instance down: job guards stop taking ticks and wait for
