@@ -63,7 +63,9 @@ var testOnly = regexp.MustCompile(`testcontainers|ginkgo|gomega|docker|moby|open
 // written after the recipe) and in a module whose program already imports
 // leasehold. Either way the program, on core and drivers/sqlite, builds
 // and runs without another go command, and after go mod tidy the module's
-// go.sum lists only what the program needs at run time.
+// go.sum lists only what the program needs at run time. A third scratch
+// module runs the conformance kit from go test, and its go.sum lists no
+// Ginkgo or Gomega.
 func TestUseFromAClone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go get and go mod tidy, which may fetch third-party modules")
@@ -131,6 +133,65 @@ func TestUseFromAClone(t *testing.T) {
 				t.Logf("go.sum:\n%s", sum)
 			}
 		})
+	}
+	t.Run("conformance kit without Ginkgo", func(t *testing.T) { kitWithoutGinkgo(t, recipe, env) })
+}
+
+// scratchKitTest is a store author's test that runs the conformance kit
+// with the standard testing package only.
+const scratchKitTest = `package scratch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+)
+
+func TestConformance(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
+	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{
+		AdvanceTime: clock.Advance,
+		ResetTokens: store.ResetTokens,
+	})
+}
+`
+
+// kitWithoutGinkgo runs the README's recipe for the conformance kit's row
+// (core and conformance) in a scratch module whose test calls
+// conformance.Run, runs that test, and checks that after go mod tidy the
+// module's go.sum lists neither Ginkgo nor Gomega: those reach only a user
+// of conformance/ginkgokit.
+func kitWithoutGinkgo(t *testing.T, recipe string, env []string) {
+	t.Helper()
+	mods := regexp.MustCompile(`(?m)^mods="[^"]*"`)
+	if !mods.MatchString(recipe) {
+		t.Fatal(`README's recipe has no mods="..." line to set the kit's modules on`)
+	}
+	recipe = mods.ReplaceAllLiteralString(recipe, `mods="core conformance"`)
+	dir := t.TempDir()
+	run(t, dir, env, gocmd.Path(), "mod", "init", "example.com/scratch")
+	if err := os.WriteFile(filepath.Join(dir, "kit_test.go"), []byte(scratchKitTest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, env, "sh", "-e", "-c", recipe)
+	run(t, dir, env, gocmd.Path(), "mod", "tidy")
+	run(t, dir, env, gocmd.Path(), "test", "-count=1", ".")
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sum), "github.com/anishathalye/porcupine ") {
+		// The kit's own dependency must be there, or the check below
+		// proves nothing about a go.sum that tidy filled.
+		t.Errorf("go.sum does not list the kit's dependency porcupine:\n%s", sum)
+	}
+	for line := range strings.Lines(string(sum)) {
+		if f := strings.Fields(line); len(f) == 3 && (strings.HasPrefix(f[0], "github.com/onsi/ginkgo") || strings.HasPrefix(f[0], "github.com/onsi/gomega")) {
+			t.Errorf("go.sum of a module that only calls conformance.Run lists %s %s", f[0], f[1])
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
-	"github.com/onsi/ginkgo/v2"
 )
 
 // Defaults used when an [Options] field is left zero.
@@ -138,8 +137,8 @@ const maxPrefix = 100
 // Case is one check of the kit.
 type Case struct {
 	// Name identifies the case: the subtest name under [Run] and the spec
-	// text under [Specs], so `go test -run 'Conformance/race-'` or
-	// `ginkgo --focus race-` picks cases out. It also appears in every key
+	// text under [Declare] (Ginkgo's It), so `go test -run
+	// 'Conformance/race-'` or `ginkgo --focus race-` picks cases out. It also appears in every key
 	// the case uses.
 	Name string
 	// Group is the family the case belongs to. "store" cases call a
@@ -169,7 +168,7 @@ type Case struct {
 	Waits bool
 
 	// alone marks cases that must not run beside the waiting cases (see
-	// steeredCases): Specs runs them once those have ended.
+	// steeredCases): Declare runs them once those have ended.
 	alone bool
 
 	run func(t testing.TB, e *env)
@@ -185,7 +184,7 @@ var groups = []func() []Case{
 	instanceCases,
 }
 
-// Cases returns every case of the kit, in the order [Run] and [Specs] run
+// Cases returns every case of the kit, in the order [Run] and [Declare] run
 // them. The slice is new on each call.
 func Cases() []Case {
 	var all []Case
@@ -261,60 +260,58 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 	wg.Wait()
 }
 
-// Specs adds one Ginkgo spec (It) per case of the kit to the container it is
-// called in, so the kit runs beside the user's own specs, under their
-// Describe, labels and decorators. Call it while Ginkgo builds the spec
-// tree, typically inside a Describe:
+// Declare declares one spec per case of the kit through spec, for a test
+// framework that builds a tree of specs first and runs them later, as
+// Ginkgo does. spec is called at once, once per case in the order of
+// [Cases], with the case's name and the body to run; the framework calls
+// body later, with the testing.TB of that spec. Package
+// github.com/leasehold/leasehold/conformance/ginkgokit is Declare for
+// Ginkgo (its Specs passes ginkgo.It and GinkgoTB), in a module of its own
+// so that a user of [Run] has no Ginkgo in their go.sum.
 //
-//	var _ = Describe("my store", Label("conformance"), func() {
-//		conformance.Specs(func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
-//	})
-//
-// newStore is called as under [Run]: for each case, again for each racing
-// caller and instance, and should return a new store value on a new client
-// each time where it can, over a database created once for the container
-// (in a BeforeAll, say). Each spec uses [ginkgo.GinkgoTB] as its
-// testing.TB. Without opts.AdvanceTime, the cases marked [Case.Waits] sleep
-// in real time, so, as under [Run], they run concurrently: the first of
-// their specs starts all of them, in goroutines, and each of their specs
-// reports its own case's outcome when it ends. Their newStore receives a testing.TB that records
-// failures and cleanups for the case (its other methods are those of the
-// spec that started them). The whole kit then takes about 1.7 × TTL beyond
+// newStore is called as under [Run]. Without opts.AdvanceTime, the cases
+// marked [Case.Waits] sleep in real time, so, as under Run, they run
+// concurrently: the first of their bodies starts all of them, in
+// goroutines, and each of their bodies reports its own case's outcome when
+// it ends. Their newStore receives a testing.TB that records failures and
+// cleanups for the case (its other methods are those of the spec that
+// started them). The cases that must not run beside the waiting ones wait
+// for those to end first. The whole kit then takes about 1.7 × TTL beyond
 // the time of its calls, as under Run.
-func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
+func Declare(spec func(name string, body func(t testing.TB)), newStore func(t testing.TB) core.LockStore, opts Options) {
 	var (
 		start   sync.Once
 		waiting = map[string]*judged{}
 	)
-	startWaiting := func() {
+	startWaiting := func(t testing.TB) {
 		for _, c := range Cases() {
 			if c.Waits {
 				j := &judged{done: make(chan struct{})}
 				waiting[c.Name] = j
 				go func() {
 					defer close(j.done)
-					j.out = judge(ginkgo.GinkgoTB(), c, newStore, opts)
+					j.out = judge(t, c, newStore, opts)
 				}()
 			}
 		}
 	}
 	for _, c := range Cases() {
 		if c.Waits && opts.AdvanceTime == nil {
-			ginkgo.It(c.Name, func() {
-				start.Do(startWaiting)
+			spec(c.Name, func(t testing.TB) {
+				start.Do(func() { startWaiting(t) })
 				j := waiting[c.Name]
 				<-j.done
-				j.out.report(ginkgo.GinkgoTB())
+				j.out.report(t)
 			})
 			continue
 		}
-		ginkgo.It(c.Name, func() {
+		spec(c.Name, func(t testing.TB) {
 			if c.alone {
 				for _, j := range waiting {
 					<-j.done
 				}
 			}
-			judge(ginkgo.GinkgoTB(), c, newStore, opts).report(ginkgo.GinkgoTB())
+			judge(t, c, newStore, opts).report(t)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 
 	"example.com/redisstore"
@@ -15,7 +16,8 @@ import (
 func startRedis(t testing.TB) string { return "" }
 
 var _ = redisstore.Open
-var _ = conformance.Specs
+var _ = conformance.Options{}
+var _ = ginkgokit.Specs
 var _ core.LockStore
 
 // BLOCK
