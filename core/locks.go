@@ -45,6 +45,9 @@ type Locks struct {
 }
 
 // New returns a Locks instance on store. It logs, once, which store it uses.
+// On a [MemoryStore] it fails with [ErrMemoryStoreRefused] when
+// [EnvInstances] says the service runs as several instances, unless
+// [AllowMemoryStore] is given.
 func New(store LockStore, opts ...Option) (*Locks, error) {
 	if v := reflect.ValueOf(store); store == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: nil LockStore", ErrInvalidArgument)
@@ -57,6 +60,9 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 	}
 	if err := ValidateTTL(cfg.ttl); err != nil {
 		return nil, layer(err, "WithDefaultTTL")
+	}
+	if err := guardMemoryStore(store, cfg.memoryAllowed, os.Getenv); err != nil {
+		return nil, err
 	}
 	if cfg.clock == nil {
 		cfg.clock = SystemClock()
