@@ -22,7 +22,7 @@ import (
 // holds a lock of its pool (database/sql looks at the context under the
 // pool's mutex) stalls every call through that pool until it goes on, and
 // would make the expiry cases running beside it late. So they run alone:
-// under Run before the waiting cases start, under Specs once those have
+// under Run before the waiting cases start, under Declare once those have
 // ended (see Case.alone).
 func steeredCases() []Case {
 	return []Case{
