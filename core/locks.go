@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,14 +45,15 @@ type Locks struct {
 
 // New returns a Locks instance on store. It logs, once, which store it uses.
 func New(store LockStore, opts ...Option) (*Locks, error) {
-	if v := reflect.ValueOf(store); store == nil || v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, fmt.Errorf("%w: nil LockStore", ErrInvalidArgument)
+	if err := validStore(store); err != nil {
+		return nil, err
 	}
 	cfg := config{ttl: DefaultTTL}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d of New is nil", ErrInvalidArgument, i)
 		}
+		o(&cfg)
 	}
 	if err := ValidateTTL(cfg.ttl); err != nil {
 		return nil, layer(err, "WithDefaultTTL")
@@ -140,9 +140,15 @@ func (l *Locks) Store() LockStore { return l.store }
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	cfg := acquireConfig{ttl: l.ttl, kind: KindLock}
 	if len(opts) > 0 {
-		cfg = cfg.with(opts)
+		var err error
+		if cfg, err = cfg.with(opts); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.check(key, cfg); err != nil {
+		return nil, err
+	}
+	if err := ValidateContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -185,6 +191,9 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 func (l *Locks) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...AcquireOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	if err := ValidateContext(ctx); err != nil {
+		return err
 	}
 	return l.observed(ctx, Op{Type: OpWithLock, Key: key, Kind: KindLock}, func(ctx context.Context, ran *bool) error {
 		lk, err := l.Acquire(ctx, key, opts...)
@@ -287,6 +296,9 @@ func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Dur
 // (renewed once for that long, not waited for), so that instances firing
 // the same tick a little later skip it.
 func (l *Locks) Close(ctx context.Context) error {
+	if err := ValidateContext(ctx); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
