@@ -125,7 +125,7 @@ func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
 // constructors make it, so [core.New] refuses a zero value (or a driver's
 // Store whose engine is nil).
 func (s *Store) Valid() error {
-	if s == nil || s.exec == nil || s.st.acquire.sql == "" {
+	if s == nil || s.exec == nil || s.name == "" {
 		return errors.New("sqlstore: not made by a constructor (New, NewFromQuerier, NewWithExecutor or a driver's New)")
 	}
 	return nil
