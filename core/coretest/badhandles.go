@@ -65,7 +65,7 @@ func StoreBadHandles(name string, store, zero core.LockStore) BadHandles {
 		}
 	}
 	if zero != nil {
-		calls[fmt.Sprintf("core.New(%T zero value)", zero)] = func() error {
+		calls[fmt.Sprintf("%s: core.New(%T zero value)", name, zero)] = func() error {
 			l, err := core.New(zero)
 			if l != nil {
 				l.Close(context.Background())

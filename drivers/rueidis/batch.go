@@ -25,6 +25,9 @@ func (s *Store) MaxBatch() int { return MaxBatch }
 // by Renew. Any failed command fails the whole call: its answers are then
 // unknown.
 func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if len(leases) > MaxBatch {
 		return nil, fmt.Errorf("rueidisstore: renew a batch of %d leases, more than MaxBatch %d: %w", len(leases), MaxBatch, core.ErrInvalidArgument)
 	}
