@@ -19,11 +19,18 @@ func (s *Store) MaxBatch() int { return MaxBatch }
 
 // RenewBatch implements [core.BatchRenewer]: the renewal script of each
 // lease, every one in a single pipeline. rueidis sends the pipeline's
-// commands to the node of each key's slot, so a batch costs one round trip
-// per node (and one more, once per node, for the scripts it has not loaded
-// yet). Each lease is checked and written atomically by its own script, as
-// by Renew. Any failed command fails the whole call: its answers are then
-// unknown.
+// commands to the node of each key's slot, each node's in one round trip
+// of its own (and one more, once per node, for the scripts it has not
+// loaded yet), so the leases of one node are one group that answers or
+// fails on its own. Each lease is checked and written atomically by its
+// own script, as by Renew.
+//
+// A lease whose script failed (its node is down, its slot is moving, the
+// connection broke) is unknown; the others are answered. When some
+// failed, RenewBatch returns the answers with a [*core.BatchError] that
+// carries each failed lease's error, so that [core.Locks] keeps the
+// answered leases and retries only the failed ones: a dead node costs
+// only the locks on its slots.
 func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
@@ -40,14 +47,19 @@ func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, er
 		a := s.args(l.Key, l.TTL)
 		calls[i] = scriptCall{keys: []string{a.lock, a.floor}, args: []string{l.Owner, a.ttl, a.floorTTL}}
 	}
+	var failed map[int]error
 	for i, res := range renewScript.runMulti(ctx, s.client, calls) {
 		n, err := res.AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("rueidisstore: renew a batch of %d leases (%q and others): %w", len(leases), leases[i].Key, err)
+			if failed == nil {
+				failed = make(map[int]error)
+			}
+			failed[i] = opError("renew", leases[i].Key, typed(err))
+			continue
 		}
 		renewed[i] = n == 1
 	}
-	return renewed, nil
+	return renewed, core.NewBatchError(len(leases), failed)
 }
 
 // scriptCall is the keys and arguments of one run of a script.

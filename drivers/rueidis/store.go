@@ -152,7 +152,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		err = fmt.Errorf("the acquire script returned %d", token)
 	}
 	if err != nil {
-		return 0, false, opError("acquire", key, err)
+		return 0, false, opError("acquire", key, typed(err))
 	}
 	if token > 0 && s.replicas > 0 {
 		acked, err := wait.AsInt64()
@@ -189,7 +189,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	a := s.args(key, ttl)
 	n, err := renewScript.run(ctx, s.client, []string{a.lock, a.floor}, owner, a.ttl, a.floorTTL).AsInt64()
 	if err != nil {
-		return false, opError("renew", key, err)
+		return false, opError("renew", key, typed(err))
 	}
 	return n == 1, nil
 }
@@ -202,7 +202,7 @@ func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
 	}
 	n, err := releaseScript.run(ctx, s.client, []string{s.args(key, 0).lock}, owner).AsInt64()
 	if err != nil {
-		return false, opError("release", key, err)
+		return false, opError("release", key, typed(err))
 	}
 	return n == 1, nil
 }
