@@ -3,6 +3,7 @@ package rueidisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -31,6 +32,13 @@ func (s *Store) MaxBatch() int { return MaxBatch }
 // carries each failed lease's error, so that [core.Locks] keeps the
 // answered leases and retries only the failed ones: a dead node costs
 // only the locks on its slots.
+//
+// The call answers when every group has, so a group that hangs (a node
+// that stopped answering, a slot whose renewals rueidis keeps sending
+// again) would hold up the answers of the others past their deadlines.
+// RenewBatch therefore waits at most a quarter of the shortest ttl of
+// its leases (see [groupWait]): a group that has not answered by then
+// fails, and is retried on its own.
 func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
@@ -42,6 +50,8 @@ func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, er
 	if len(leases) == 0 {
 		return renewed, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, groupWait(leases))
+	defer cancel()
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
 		a := s.args(l.Key, l.TTL)
@@ -60,6 +70,18 @@ func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, er
 		renewed[i] = n == 1
 	}
 	return renewed, core.NewBatchError(len(leases), failed)
+}
+
+// groupWait is how long a batch waits for its slowest group: a quarter of
+// the shortest ttl among leases, so that the groups that answered are
+// applied well before their deadlines (ttl less the safety margin after
+// the renewal before, sent a third of the ttl earlier), and at least 1ms.
+func groupWait(leases []core.Lease) time.Duration {
+	shortest := leases[0].TTL
+	for _, l := range leases[1:] {
+		shortest = min(shortest, l.TTL)
+	}
+	return max(shortest/4, time.Millisecond)
 }
 
 // scriptCall is the keys and arguments of one run of a script.
