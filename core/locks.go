@@ -134,9 +134,11 @@ func (l *Locks) Store() LockStore { return l.store }
 //
 // When the store call fails (a timeout, a lost connection), the store may
 // still have taken the key: the reply, not the request, may be what was
-// lost. Acquire then releases the key, on a best-effort basis within 2s,
-// before it returns the error, so that the key is not held by nobody for a
-// whole ttl.
+// lost. Acquire then releases the key, once within 2s, before it returns
+// the error; if that fails too, it goes on trying in the background while
+// the lease it may have taken could still be live (a ttl from the call),
+// so that the key is free soon after the store answers again instead of
+// held by nobody for the rest of its ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	cfg := acquireConfig{ttl: l.ttl, kind: KindLock}
 	if len(opts) > 0 {
@@ -164,7 +166,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseUnheld(key, owner, cfg.kind, unknownOutcomeTimeout)
+			l.releaseUnknown(key, owner, cfg.kind, sent, cfg.ttl)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -259,15 +261,21 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	return lk, nil
 }
 
-// unknownOutcomeTimeout bounds the release Acquire sends after a store
-// call that failed: short, since the caller waits for it, and the store is
-// likely in trouble.
-const unknownOutcomeTimeout = 2 * time.Second
-
 // releaseUnheld releases a key that this process may hold in the store but
-// must not keep (a grant it refused, or an acquisition whose outcome is
-// unknown), within timeout. No Lock holds it, so the keeper never sees it.
+// must not keep (a grant it refused), within timeout. No Lock holds it, so
+// the keeper never sees it.
 func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration) {
+	released, err := l.releaseOnce(key, owner, kind, timeout)
+	switch {
+	case err != nil:
+		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
+	case released:
+		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
+	}
+}
+
+// releaseOnce sends one release of key for owner, within timeout.
+func (l *Locks) releaseOnce(key, owner string, kind LockKind, timeout time.Duration) (bool, error) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
 	// cancelled it, and must still be released.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
@@ -275,12 +283,7 @@ func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Dur
 	ctx, end := l.observe(ctx, Op{Type: OpRelease, Key: key, Kind: kind})
 	released, err := l.store.Release(ctx, key, owner)
 	end(released, err)
-	switch {
-	case err != nil:
-		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
-	case released:
-		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
-	}
+	return released, err
 }
 
 // Close shuts the instance down: job guards stop taking ticks and wait for
