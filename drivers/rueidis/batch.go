@@ -3,6 +3,7 @@ package rueidisstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -58,7 +59,13 @@ func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, er
 		calls[i] = scriptCall{keys: []string{a.lock, a.floor}, args: []string{l.Owner, a.ttl, a.floorTTL}}
 	}
 	var failed map[int]error
-	for i, res := range renewScript.runMulti(ctx, s.client, calls) {
+	var results []rueidis.RedisResult
+	if s.client.Mode() == rueidis.ClientModeCluster {
+		results = renewScript.runEach(ctx, s.client, calls)
+	} else {
+		results = renewScript.runMulti(ctx, s.client, calls)
+	}
+	for i, res := range results {
 		n, err := res.AsInt64()
 		if err != nil {
 			if failed == nil {
@@ -86,6 +93,26 @@ func groupWait(leases []core.Lease) time.Duration {
 
 // scriptCall is the keys and arguments of one run of a script.
 type scriptCall struct{ keys, args []string }
+
+// runEach runs the script once per call, each call on its own, all at
+// once: on a Cluster, where one pipeline over every node fails whole when
+// one node is dead (rueidis refreshes the cluster's topology for the
+// pipeline, and the refresh waits on the dead node), while calls of their
+// own fail only on their node. rueidis pipelines concurrent calls to a
+// node, so this still costs about one round trip per node.
+func (sc script) runEach(ctx context.Context, c rueidis.Client, calls []scriptCall) []rueidis.RedisResult {
+	results := make([]rueidis.RedisResult, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = sc.run(ctx, c, call.keys, call.args...)
+		}()
+	}
+	wg.Wait()
+	return results
+}
 
 // runMulti runs the script once per call, in one pipeline, and sends again
 // with EVAL the runs that found the script unloaded (NOSCRIPT: nothing ran).
