@@ -58,12 +58,17 @@ func main() {
 var testOnly = regexp.MustCompile(`testcontainers|ginkgo|gomega|docker|moby|opentelemetry|jackc/pgx|leasehold/conformance|leasehold/internal`)
 
 // TestUseFromAClone runs the README's recipe in a scratch module outside
-// the repository, with $HOME/src/leasehold pointing at this clone, then
-// builds and runs a program on core and drivers/sqlite, and checks that the
-// module's go.sum lists only what the program needs at run time.
+// the repository, with $HOME/src/leasehold pointing at this clone, both
+// ways a reader meets it: in a new module with no code yet (the program is
+// written after the recipe) and in a module whose program already imports
+// leasehold. Either way the program, on core and drivers/sqlite, builds
+// and runs without another go command, and after go mod tidy the module's
+// go.sum lists only what the program needs at run time. A third scratch
+// module runs the conformance kit from go test, and its go.sum lists no
+// Ginkgo or Gomega.
 func TestUseFromAClone(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs go mod tidy, which may fetch third-party modules")
+		t.Skip("runs go get and go mod tidy, which may fetch third-party modules")
 	}
 	recipe := readmeRecipe(t)
 	clone, err := filepath.Abs(".")
@@ -77,28 +82,116 @@ func TestUseFromAClone(t *testing.T) {
 	if err := os.Symlink(clone, filepath.Join(home, "src", "leasehold")); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	env := scratchEnv(t, home)
+	writeMain := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(scratchMain), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		codeBefore bool
+	}{
+		{"empty module", false},
+		{"module with code", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run(t, dir, env, gocmd.Path(), "mod", "init", "example.com/scratch")
+			if tc.codeBefore {
+				writeMain(t, dir)
+			}
+			run(t, dir, env, "sh", "-e", "-c", recipe)
+			if !tc.codeBefore {
+				mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range []string{"core", "drivers/sql", "drivers/sqlite"} {
+					if !strings.Contains(string(mod), "github.com/leasehold/leasehold/"+m+" v0.0.0") {
+						t.Errorf("after the recipe, go.mod does not require leasehold's %s:\n%s", m, mod)
+					}
+				}
+				writeMain(t, dir)
+			}
+			if out := run(t, dir, env, gocmd.Path(), "run", "."); out != "token 1\n" {
+				t.Errorf("the scratch program printed %q, want %q", out, "token 1\n")
+			}
+
+			run(t, dir, env, gocmd.Path(), "mod", "tidy")
+			sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for line := range strings.Lines(string(sum)) {
+				if f := strings.Fields(line); len(f) == 3 && testOnly.MatchString(f[0]) {
+					t.Errorf("go.sum lists %s %s, which only leasehold's own tests need", f[0], f[1])
+				}
+			}
+			if t.Failed() {
+				t.Logf("go.sum:\n%s", sum)
+			}
+		})
+	}
+	t.Run("conformance kit without Ginkgo", func(t *testing.T) { kitWithoutGinkgo(t, recipe, env) })
+}
+
+// scratchKitTest is a store author's test that runs the conformance kit
+// with the standard testing package only.
+const scratchKitTest = `package scratch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+)
+
+func TestConformance(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
+	conformance.Run(t, func(testing.TB) core.LockStore { return store }, conformance.Options{
+		AdvanceTime: clock.Advance,
+		ResetTokens: store.ResetTokens,
+	})
+}
+`
+
+// kitWithoutGinkgo runs the README's recipe for the conformance kit's row
+// (core and conformance) in a scratch module whose test calls
+// conformance.Run, runs that test, and checks that after go mod tidy the
+// module's go.sum lists neither Ginkgo nor Gomega: those reach only a user
+// of conformance/ginkgokit.
+func kitWithoutGinkgo(t *testing.T, recipe string, env []string) {
+	t.Helper()
+	mods := regexp.MustCompile(`(?m)^mods="[^"]*"`)
+	if !mods.MatchString(recipe) {
+		t.Fatal(`README's recipe has no mods="..." line to set the kit's modules on`)
+	}
+	recipe = mods.ReplaceAllLiteralString(recipe, `mods="core conformance"`)
+	dir := t.TempDir()
 	run(t, dir, env, gocmd.Path(), "mod", "init", "example.com/scratch")
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(scratchMain), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "kit_test.go"), []byte(scratchKitTest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, dir, env, "sh", "-e", "-c", recipe)
-	if out := run(t, dir, env, gocmd.Path(), "run", "."); out != "token 1\n" {
-		t.Errorf("the scratch program printed %q, want %q", out, "token 1\n")
-	}
-
+	run(t, dir, env, gocmd.Path(), "mod", "tidy")
+	run(t, dir, env, gocmd.Path(), "test", "-count=1", ".")
 	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(sum)) {
-		if f := strings.Fields(line); len(f) == 3 && testOnly.MatchString(f[0]) {
-			t.Errorf("go.sum lists %s %s, which only leasehold's own tests need", f[0], f[1])
-		}
+	if !strings.Contains(string(sum), "github.com/anishathalye/porcupine ") {
+		// The kit's own dependency must be there, or the check below
+		// proves nothing about a go.sum that tidy filled.
+		t.Errorf("go.sum does not list the kit's dependency porcupine:\n%s", sum)
 	}
-	if t.Failed() {
-		t.Logf("go.sum:\n%s", sum)
+	for line := range strings.Lines(string(sum)) {
+		if f := strings.Fields(line); len(f) == 3 && (strings.HasPrefix(f[0], "github.com/onsi/ginkgo") || strings.HasPrefix(f[0], "github.com/onsi/gomega")) {
+			t.Errorf("go.sum of a module that only calls conformance.Run lists %s %s", f[0], f[1])
+		}
 	}
 }
 

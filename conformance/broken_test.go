@@ -52,6 +52,8 @@ type flawed struct {
 	like                bool                // keys matched as SQL LIKE patterns
 	renewThenWrite      bool                // Renew checks the owner, pauses, then extends whatever holds the key (GET then PEXPIRE)
 	releaseThenWrite    bool                // Release checks the owner, pauses, then frees whatever holds the key (GET then DEL)
+	ownerPrefix         bool                // Renew and Release accept a caller whose owner is a prefix of the holder's
+	ownerFold           bool                // owners compared ignoring case and trailing spaces (a _ci, PAD SPACE collation)
 	falseOnCancel       bool                // a cancelled context gets false, nil
 	ignoreCancel        bool                // a cancelled context is ignored
 	ttlFloorSeconds     bool                // the ttl is cut to whole seconds (EXPIRE with the ttl's seconds)
@@ -192,6 +194,18 @@ func (s *flawed) owner(o string) string {
 		return o[:s.ownerBytes]
 	}
 	return o
+}
+
+// sameOwner reports whether caller is the holder's owner, as the store
+// compares them.
+func (s *flawed) sameOwner(holder, caller string) bool {
+	switch {
+	case s.ownerPrefix:
+		return strings.HasPrefix(holder, caller)
+	case s.ownerFold:
+		return strings.EqualFold(strings.TrimRight(holder, " "), strings.TrimRight(caller, " "))
+	}
+	return holder == caller
 }
 
 func (s *flawed) key(k string) string {
@@ -351,8 +365,9 @@ func (s *flawed) held(k string, now time.Time, ignoreExpiry bool) *entry {
 
 // checkThenWrite is Renew or Release done as a read and a separate write,
 // the textbook way on Redis: the write lands on whatever holds the key by
-// then.
-func (s *flawed) checkThenWrite(key, owner string, write func(e *entry, now time.Time)) bool {
+// then. Between the two it looks at the context, as a client library does
+// before each round trip.
+func (s *flawed) checkThenWrite(ctx context.Context, key, owner string, write func(e *entry, now time.Time)) bool {
 	s.mu.Lock()
 	e := s.live(key, s.now())
 	ok := e != nil && e.owner == owner
@@ -361,6 +376,7 @@ func (s *flawed) checkThenWrite(key, owner string, write func(e *entry, now time
 		return false
 	}
 	time.Sleep(2 * time.Millisecond)
+	_ = ctx.Err() // the second round trip's look; the write goes out whatever it says
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entries[key]; e != nil && e.owner != "" {
@@ -374,7 +390,7 @@ func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration
 		return false, err
 	}
 	if s.renewThenWrite {
-		return s.checkThenWrite(key, owner, func(e *entry, now time.Time) { e.expiresAt = now.Add(ttl) }), nil
+		return s.checkThenWrite(ctx, key, owner, func(e *entry, now time.Time) { e.expiresAt = now.Add(ttl) }), nil
 	}
 	key, owner = s.key(key), s.owner(owner)
 	if !s.lock() {
@@ -393,7 +409,7 @@ func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration
 			}
 			continue
 		}
-		if e.owner != owner && !s.renewAnyOwner {
+		if !s.sameOwner(e.owner, owner) && !s.renewAnyOwner {
 			continue
 		}
 		switch {
@@ -417,7 +433,7 @@ func (s *flawed) release(ctx context.Context, key, owner string) (bool, error) {
 		return false, err
 	}
 	if s.releaseThenWrite {
-		return s.checkThenWrite(key, owner, func(e *entry, _ time.Time) { e.owner = "" }), nil
+		return s.checkThenWrite(ctx, key, owner, func(e *entry, _ time.Time) { e.owner = "" }), nil
 	}
 	key, owner = s.key(key), s.owner(owner)
 	if !s.lock() {
@@ -428,7 +444,7 @@ func (s *flawed) release(ctx context.Context, key, owner string) (bool, error) {
 	released := false
 	for _, k := range s.matching(key) {
 		e := s.held(k, now, s.releaseIgnoreExpiry)
-		if e == nil || (e.owner != owner && !s.releaseAnyOwner) {
+		if e == nil || (!s.sameOwner(e.owner, owner) && !s.releaseAnyOwner) {
 			continue
 		}
 		switch {
@@ -540,7 +556,7 @@ var brokenStores = []struct {
 		"acquire-free-key", nil, nil},
 	{"renew without an owner check", func(s *flawed) { s.renewAnyOwner = true },
 		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "owners-max-length", "keys-special-characters",
-			"jobs-takeover-after-pause", "election-handover-after-pause"}, nil},
+			"jobs-takeover-after-pause", "election-handover-after-pause", "steer-renew-takeover", "owner-exact"}, nil},
 	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
 		"renew-by-holder", []string{"renew-then-expire", "ttl-four-weeks", "race-renew-release-takeover", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
 	// Of the store cases, only renew-then-expire waits for a renewed lock to
@@ -564,7 +580,8 @@ var brokenStores = []struct {
 	// The bug class of a Redis lock that any process could release, holder
 	// or not (nango, pull request 2858).
 	{"release without an owner check", func(s *flawed) { s.releaseAnyOwner = true },
-		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "owners-max-length", "keys-special-characters"}, nil},
+		"release-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "owners-max-length", "keys-special-characters",
+			"steer-release-takeover", "owner-exact"}, nil},
 	{"release that frees nothing", func(s *flawed) { s.releaseNoop = true },
 		"release-by-holder", []string{"tokens-grow", "token-floor-after-reset", "owners-max-length", "race-rounds",
 			"jobs-no-overlap", "jobs-handover-on-close", "election-handover-on-close"}, nil},
@@ -609,9 +626,15 @@ var brokenStores = []struct {
 	{"keys matched as LIKE patterns", func(s *flawed) { s.like = true },
 		"keys-special-characters", nil, nil},
 	{"renew that checks, then extends (GET then PEXPIRE)", func(s *flawed) { s.renewThenWrite = true },
-		"race-renew-release-takeover", nil, nil},
+		"steer-renew-takeover", []string{"race-renew-release-takeover"}, nil},
 	{"release that checks, then frees (GET then DEL)", func(s *flawed) { s.releaseThenWrite = true },
-		"race-renew-release-takeover", nil, nil},
+		"steer-release-takeover", []string{"race-renew-release-takeover"}, nil},
+	// The flaw of bsm/redislock with custom tokens: "worker-1" renews and
+	// releases the lock of "worker-12".
+	{"owners compared by prefix", func(s *flawed) { s.ownerPrefix = true },
+		"owner-exact", nil, nil},
+	{"owners compared ignoring case and trailing spaces", func(s *flawed) { s.ownerFold = true },
+		"owner-exact", nil, nil},
 	// An error taken for a decision: the bug class of pglock's heartbeat,
 	// which took a transient failure for a lost lock (issues 40 and 42).
 	{"false on a cancelled context", func(s *flawed) { s.falseOnCancel = true },
@@ -657,7 +680,7 @@ var brokenStores = []struct {
 	{"not held answered with an error", func(s *flawed) { s.notHeldError = true },
 		"release-by-holder", []string{"renew-by-non-holder", "release-by-non-holder", "expired-lock-old-owner",
 			"keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "owners-max-length", "keys-special-characters",
-			"jobs-takeover-after-pause", "election-handover-after-pause"}, nil},
+			"jobs-takeover-after-pause", "election-handover-after-pause", "steer-renew-takeover", "steer-release-takeover", "owner-exact"}, nil},
 
 	// Matching.
 	{"keys matched as glob patterns", func(s *flawed) { s.glob = true },
@@ -688,7 +711,7 @@ var brokenStores = []struct {
 	// release another's lock (pull requests 489 and 4258). The key may
 	// have expired and been taken by another client since.
 	{"release trusts the client's memory of the owner", func(s *flawed) { s.ownerCache = true },
-		"expired-lock-old-owner", nil, nil},
+		"expired-lock-old-owner", []string{"steer-release-takeover"}, nil},
 	// A client that remembers refusals until the holder's ttl would have
 	// run out, and forgets them only on its own Release: a key released by
 	// another client stays refused. The bug class of locks that learn of a

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
-	"github.com/onsi/ginkgo/v2"
 )
 
 // Defaults used when an [Options] field is left zero.
@@ -83,6 +83,15 @@ type Options struct {
 	// the prefix. Default [DefaultPrefix] ("conformance"); at most 100
 	// characters, and itself a valid key (see [core.ValidateKey]).
 	KeyPrefix string
+
+	// DB, if set, is the database/sql pool the stores under test share.
+	// The kit then watches it during the race cases and says so when the
+	// pool closed idle connections round after round (a pool whose
+	// SetMaxIdleConns is below the calls the kit makes at once reconnects
+	// on every round, which can make the kit ten times slower); see
+	// docs/conformance.md, "Pool sizing". Optional: the kit never uses it
+	// to call the store.
+	DB *sql.DB
 }
 
 // TokenResetter is implemented by stores that can send their token source
@@ -128,8 +137,8 @@ const maxPrefix = 100
 // Case is one check of the kit.
 type Case struct {
 	// Name identifies the case: the subtest name under [Run] and the spec
-	// text under [Specs], so `go test -run 'Conformance/race-'` or
-	// `ginkgo --focus race-` picks cases out. It also appears in every key
+	// text under [Declare] (Ginkgo's It), so `go test -run
+	// 'Conformance/race-'` or `ginkgo --focus race-` picks cases out. It also appears in every key
 	// the case uses.
 	Name string
 	// Group is the family the case belongs to. "store" cases call a
@@ -158,6 +167,10 @@ type Case struct {
 	// up to about 2 × TTL).
 	Waits bool
 
+	// alone marks cases that must not run beside the waiting cases (see
+	// steeredCases): Declare runs them once those have ended.
+	alone bool
+
 	run func(t testing.TB, e *env)
 }
 
@@ -171,7 +184,7 @@ var groups = []func() []Case{
 	instanceCases,
 }
 
-// Cases returns every case of the kit, in the order [Run] and [Specs] run
+// Cases returns every case of the kit, in the order [Run] and [Declare] run
 // them. The slice is new on each call.
 func Cases() []Case {
 	var all []Case
@@ -207,6 +220,11 @@ func Cases() []Case {
 // Returning the same store every time also works, but leaves client-side
 // state untested.
 //
+// Each case is judged under the kit's lateness rule: a failure while the
+// test process itself ran late by more than TTL/6 is rerun once, and then
+// reported as inconclusive, with the measured lateness and no usual fix
+// (skipped under -short); see docs/conformance.md, "Inconclusive verdicts".
+//
 // Without opts.AdvanceTime, the cases that let time pass run concurrently
 // with each other, after the others, so the whole kit takes about
 // 1.7 × TTL (the longest of them, see [Case.Waits], and at least a second)
@@ -231,61 +249,89 @@ func Run(t *testing.T, newStore func(t testing.TB) core.LockStore, opts Options)
 			waiting = append(waiting, c)
 			continue
 		}
-		t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+		t.Run(c.Name, func(t *testing.T) { judge(t, c, newStore, o).report(t) })
 	}
 	var wg sync.WaitGroup
 	for _, c := range waiting {
 		wg.Go(func() {
-			t.Run(c.Name, func(t *testing.T) { runCase(t, c, newStore, o) })
+			t.Run(c.Name, func(t *testing.T) { judge(t, c, newStore, o).report(t) })
 		})
 	}
 	wg.Wait()
 }
 
-// Specs adds one Ginkgo spec (It) per case of the kit to the container it is
-// called in, so the kit runs beside the user's own specs, under their
-// Describe, labels and decorators. Call it while Ginkgo builds the spec
-// tree, typically inside a Describe:
+// Declare declares one spec per case of the kit through spec, for a test
+// framework that builds a tree of specs first and runs them later, as
+// Ginkgo does. spec is called at once, once per case in the order of
+// [Cases], with the case's name and the body to run; the framework calls
+// body later, with the testing.TB of that spec. Package
+// github.com/leasehold/leasehold/conformance/ginkgokit is Declare for
+// Ginkgo (its Specs passes ginkgo.It and GinkgoTB), in a module of its own
+// so that a user of [Run] has no Ginkgo in their go.sum.
 //
-//	var _ = Describe("my store", Label("conformance"), func() {
-//		conformance.Specs(func(t testing.TB) core.LockStore { return newTestStore(t) }, conformance.Options{})
-//	})
-//
-// newStore is called as under [Run]: for each case, again for each racing
-// caller and instance, and should return a new store value on a new client
-// each time where it can, over a database created once for the container
-// (in a BeforeAll, say). Each spec uses [ginkgo.GinkgoTB] as its
-// testing.TB. Without opts.AdvanceTime, the cases marked [Case.Waits] sleep
-// in real time, so, as under [Run], they run concurrently: the first of
-// their specs starts all of them, in goroutines, and each of their specs
-// reports its own case's outcome when it ends. Their newStore receives a testing.TB that records
-// failures and cleanups for the case (its other methods are those of the
-// spec that started them). The whole kit then takes about 1.7 × TTL beyond
+// newStore is called as under [Run]. Without opts.AdvanceTime, the cases
+// marked [Case.Waits] sleep in real time, so, as under Run, they run
+// concurrently: the first of their bodies starts all of them, in
+// goroutines, and each of their bodies reports its own case's outcome when
+// it ends. Their newStore receives a testing.TB that records failures and
+// cleanups for the case (its other methods are those of the spec that
+// started them). The cases that must not run beside the waiting ones wait
+// for those to end first. The whole kit then takes about 1.7 × TTL beyond
 // the time of its calls, as under Run.
-func Specs(newStore func(t testing.TB) core.LockStore, opts Options) {
+func Declare(spec func(name string, body func(t testing.TB)), newStore func(t testing.TB) core.LockStore, opts Options) {
 	var (
 		start   sync.Once
-		waiting = map[string]*pending{}
+		waiting = map[string]*judged{}
 	)
-	startWaiting := func() {
+	startWaiting := func(t testing.TB) {
 		for _, c := range Cases() {
 			if c.Waits {
-				waiting[c.Name] = startRecorded(ginkgo.GinkgoTB(), c, newStore, opts)
+				j := &judged{done: make(chan struct{})}
+				waiting[c.Name] = j
+				go func() {
+					defer close(j.done)
+					j.out = judge(t, c, newStore, opts)
+				}()
 			}
 		}
 	}
 	for _, c := range Cases() {
 		if c.Waits && opts.AdvanceTime == nil {
-			ginkgo.It(c.Name, func() {
-				start.Do(startWaiting)
-				waiting[c.Name].wait().report(ginkgo.GinkgoTB())
+			spec(c.Name, func(t testing.TB) {
+				start.Do(func() { startWaiting(t) })
+				j := waiting[c.Name]
+				<-j.done
+				j.out.report(t)
 			})
 			continue
 		}
-		ginkgo.It(c.Name, func() {
-			runCase(ginkgo.GinkgoTB(), c, newStore, opts)
+		spec(c.Name, func(t testing.TB) {
+			if c.alone {
+				for _, j := range waiting {
+					<-j.done
+				}
+			}
+			judge(t, c, newStore, opts).report(t)
 		})
 	}
+}
+
+// judged is the verdict of a case running in a goroutine of its own.
+type judged struct {
+	done chan struct{}
+	out  outcome
+}
+
+// Run runs the case alone against the stores newStore returns, under the
+// kit's lateness rule (see [Run]), and reports its verdict to t: a failure
+// fails t, an inconclusive verdict fails it too (or skips it under -short),
+// and a skip skips it. A failure ends t's goroutine, as t.Fatal does. It
+// lets a test run one case, or hand the kit a testing.TB of its own that
+// records the verdict instead of failing, as the kit's tests do with
+// deliberately broken stores.
+func (c Case) Run(t testing.TB, newStore func(t testing.TB) core.LockStore, opts Options) {
+	t.Helper()
+	judge(t, c, newStore, opts).report(t)
 }
 
 // runCase runs one case against a store from newStore. It validates opts
@@ -314,6 +360,9 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 				h.check(ct)
 			}
 		}()
+		if o.DB != nil {
+			defer watchPool(t, o.DB, o.Callers)()
+		}
 	}
 	open := func() core.LockStore {
 		s := newStore(t)

@@ -10,10 +10,12 @@
 //		conformance.Run(t, newStore, conformance.Options{})
 //	}
 //
-// or, in a Ginkgo suite, from inside its own container:
+// or, in a Ginkgo suite, from inside its own container, through package
+// github.com/leasehold/leasehold/conformance/ginkgokit (a module of its own,
+// so that this one needs no Ginkgo):
 //
 //	var _ = Describe("redis store", func() {
-//		conformance.Specs(newStore, conformance.Options{})
+//		ginkgokit.Specs(newStore, conformance.Options{})
 //	})
 //
 // The cases come in groups. The "store" cases call the store directly.

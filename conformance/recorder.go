@@ -21,7 +21,9 @@ type recorder struct {
 	mu       sync.Mutex
 	failed   bool
 	skipped  bool
+	definite bool // a failure that no lateness of the process explains (see caseTB.proof)
 	messages []string
+	logs     []string
 	cleanups []func()
 }
 
@@ -36,9 +38,23 @@ func (r *recorder) record(failed, skipped bool, msg string) {
 }
 
 func (r *recorder) Helper()                         {}
-func (r *recorder) Log(args ...any)                 {}
-func (r *recorder) Logf(format string, args ...any) {}
-func (r *recorder) Error(args ...any)               { r.record(true, false, fmt.Sprint(args...)) }
+func (r *recorder) Log(args ...any)                 { r.log(sprintln(args...)) }
+func (r *recorder) Logf(format string, args ...any) { r.log(fmt.Sprintf(format, args...)) }
+
+func (r *recorder) log(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, msg)
+}
+
+// proven marks the failures as proof against the store, whatever the
+// process's lateness.
+func (r *recorder) proven() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.definite = true
+}
+func (r *recorder) Error(args ...any) { r.record(true, false, fmt.Sprint(args...)) }
 func (r *recorder) Errorf(format string, args ...any) {
 	r.record(true, false, fmt.Sprintf(format, args...))
 }
@@ -80,7 +96,9 @@ func (r *recorder) Cleanup(f func()) {
 // outcome is what a recorded case reported.
 type outcome struct {
 	failed, skipped bool
+	definite        bool // the failure is proof whatever the process's lateness
 	messages        []string
+	logs            []string
 }
 
 func (o outcome) String() string {
@@ -121,12 +139,15 @@ func (p *pending) wait() outcome {
 	<-p.done
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
-	return outcome{failed: p.r.failed, skipped: p.r.skipped, messages: p.r.messages}
+	return outcome{failed: p.r.failed, skipped: p.r.skipped, definite: p.r.definite, messages: p.r.messages, logs: p.r.logs}
 }
 
 // report hands an outcome to the real test.
 func (o outcome) report(t testing.TB) {
 	t.Helper()
+	for _, l := range o.logs {
+		t.Log(l)
+	}
 	switch {
 	case o.failed:
 		t.Fatal(strings.Join(o.messages, "\n"))

@@ -8,7 +8,7 @@ import (
 )
 
 // runRecorded runs case c against newStore with opts, as runCase does for
-// Run and Specs, but on a recorder, and returns what it reported. A panic in
+// Run and Declare, but on a recorder, and returns what it reported. A panic in
 // the case propagates, as it would under go test.
 func runRecorded(t *testing.T, c Case, newStore func(testing.TB) core.LockStore, opts Options) outcome {
 	t.Helper()

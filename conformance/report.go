@@ -47,6 +47,22 @@ func (t *caseTB) Fatalf(format string, args ...any) {
 	t.TB.Fatal(t.withFix(fmt.Sprintf(format, args...)))
 }
 
+// proof ends the case with a failure that proves the store broken whatever
+// the machine's load: an answer no timing explains (two owners of one key,
+// a token that went back). The kit's lateness rule (see judge) does not turn
+// it into an inconclusive verdict.
+func proof(t testing.TB, format string, args ...any) {
+	t.Helper()
+	inner := t
+	if ct, ok := t.(*caseTB); ok {
+		inner = ct.TB
+	}
+	if r, ok := inner.(*recorder); ok {
+		r.proven()
+	}
+	t.Fatalf(format, args...)
+}
+
 // sprintln formats args as t.Error does, without the final newline.
 func sprintln(args ...any) string { return strings.TrimSuffix(fmt.Sprintln(args...), "\n") }
 

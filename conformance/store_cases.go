@@ -99,6 +99,8 @@ func storeCases() []Case {
 	}
 	cases = append(cases, keyCases()...)
 	cases = append(cases, raceCases()...)
+	cases = append(cases, steeredCases()...)
+	cases = append(cases, ownerCases()...)
 	for i := range cases {
 		cases[i].Group = "store"
 	}

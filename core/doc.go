@@ -5,6 +5,12 @@
 // (github.com/leasehold/leasehold/drivers/...), and [NewMemoryStore] serves
 // one process and tests.
 //
+// A service needs [New], [Locks] and what it returns ([Lock], [Job],
+// [Election]), their options and errors. Everything else in this package
+// is for those who write a store or an adapter: the sections "For store
+// authors" and "For adapter authors" at the end list it, as
+// database/sql/driver does for database/sql.
+//
 // # Locks are leases
 //
 // [Locks.Acquire] takes a key for a ttl (default 30s) and returns a [*Lock].
@@ -46,6 +52,30 @@
 // [Locks.Elect] holds a leadership for as long as the leader lives.
 // [Locks.Close] shuts all of it down in order: no new ticks, running runs
 // finish, job leases go back, leaders step down, other locks are released.
+// A job's runs fence with the run lock's token when the job has
+// WithoutOverlapping, otherwise with the lease's ([Job.FencesWith]); that
+// is the lock [LockFromContext] gives the run, and the token= of the job's
+// log lines.
+//
+// # The ttl
+//
+// One default for the instance, one override where each lock is made:
+//
+//   - default: [WithDefaultTTL] on [New] ([DefaultTTL], 30s, without it);
+//   - a lock: [WithTTL] on [Locks.Acquire] or [Locks.WithLock];
+//   - a job (its lease and run lock): [WithJobTTL] on [Locks.Job];
+//   - an election: [Campaign].TTL.
+//
+// An override left out, or zero for Campaign.TTL, takes the instance's
+// default, so a service that sets [WithDefaultTTL] once sets every ttl.
+// Every ttl is renewed every ttl/3 and is checked by [ValidateTTL].
+//
+// # One instance or several
+//
+// [MemoryStore] excludes callers in one process only. [New] logs a warning
+// on it, and refuses it with [ErrMemoryStoreRefused] when the environment
+// variable [EnvInstances] (LEASEHOLD_INSTANCES) says more than one instance
+// runs, unless [AllowMemoryStore] is given.
 //
 // # Observing
 //
@@ -60,5 +90,28 @@
 // A [ManualClock] moves an instance through minutes of renewals, expiries and
 // handovers deterministically; an instance whose manual clock is not advanced
 // behaves as a paused process. Give [NewMemoryStore] its own manual clock to
-// move the store's time separately.
+// move the store's time separately. Package
+// github.com/leasehold/leasehold/core/coretest has helpers for tests.
+//
+// # For store authors
+//
+// A store implements [LockStore] (three atomic calls, following the rules
+// written on it and in docs/store-contract.md) and may implement the
+// optional [Lister] (listing [LockInfo]), [BatchRenewer] (renewing many
+// [Lease] values in one call) and [ExpiryPrecisioner] (see
+// [ExpiryLateness]). [ValidateKey] and [ValidateTTL] are the rules [Locks]
+// checks before it calls a store, which may trust its arguments. A store
+// that breaks the contract is reported with a [*StoreContractError]
+// (matching [ErrBrokenStore]); [ErrTokensNotResettable] is for a store's
+// ResetTokens test hook. The conformance kit
+// (github.com/leasehold/leasehold/conformance) proves a store.
+//
+// # For adapter authors
+//
+// An adapter observes or drives [Locks] from outside: [Observer] (with
+// [WithObserver]) sees each [Op] of an [OpType] and each lock by
+// [LockKind]; [WithEventHandler] receives each [Event] of an [EventType];
+// a [Clock] and its [Timer] (default [SystemClock]) set the time renewals
+// run on. github.com/leasehold/leasehold/adapters holds the adapters of
+// this repository (OpenTelemetry, robfig/cron, gocron).
 package core

@@ -157,7 +157,13 @@ func (e *Election) ended(lead *Lock, cause error) {
 		reason = lost
 	}
 	l := e.locks
-	l.log.Info("leasehold: leadership lost", "key", e.key, "token", lead.Token(), "err", reason)
+	if errors.As(reason, &lost) {
+		l.log.Info("leasehold: leadership lost", "key", e.key, "token", lead.Token(), "cause", lost.Reason.String(), "err", reason)
+	} else if reason != nil {
+		l.log.Info("leasehold: stepped down", "key", e.key, "token", lead.Token(), "err", reason)
+	} else {
+		l.log.Info("leasehold: stepped down", "key", e.key, "token", lead.Token())
+	}
 	l.emit(Event{Type: EventLeadershipLost, Key: e.key, Token: lead.Token(), Err: reason})
 	if e.campaign.OnLost != nil {
 		defer func() {

@@ -28,6 +28,11 @@ var (
 	// ErrDuplicateKey reports a job or election whose key collides with one
 	// already registered on the same [Locks] instance.
 	ErrDuplicateKey = errors.New("leasehold: key already registered")
+	// ErrMemoryStoreRefused reports that [New] refused a [MemoryStore]
+	// because the environment says the service runs as several instances
+	// ([EnvInstances] above 1): each would have its own store and take
+	// every lock. See [AllowMemoryStore].
+	ErrMemoryStoreRefused = errors.New("leasehold: memory store refused: the service runs as several instances")
 )
 
 // LossReason says how a holder found out that it could no longer be sure it

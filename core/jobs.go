@@ -247,6 +247,7 @@ func (j *Job) run(ctx context.Context, ran *bool) error {
 
 	if !j.noOverlap {
 		j.started()
+		j.logRun(lease)
 		*ran = true
 		return withLost(j.fn(runCtx), lease)
 	}
@@ -265,6 +266,7 @@ func (j *Job) run(ctx context.Context, ran *bool) error {
 	lk.whenEnded(func(cause error) { cancel(cause) })
 	runCtx = context.WithValue(runCtx, lockKey{}, lk)
 	j.started()
+	j.logRun(lk)
 	*ran = true
 	return withLost(lk.run(func(context.Context) error { return j.fn(runCtx) }), lease)
 }
@@ -313,7 +315,7 @@ func (j *Job) ownLease(ctx context.Context) (*Lock, error) {
 		return nil, layer(err, "job %q lease", j.key)
 	}
 	j.lease = lk
-	j.locks.log.Info("leasehold: job lease taken; this instance runs the job", "key", j.key, "token", lk.Token())
+	j.locks.log.Info("leasehold: job lease taken; this instance runs the job", "key", j.key, j.leaseTokenName(), lk.Token())
 	return lk, nil
 }
 
@@ -333,7 +335,7 @@ func (j *Job) handBack(ctx context.Context) error {
 	}
 	rest := lease.holdLeft(start, MinHold)
 	err := j.locks.keeper.release(ctx, lease, rest)
-	attrs := []any{"key", j.key, "token", lease.Token()}
+	attrs := []any{"key", j.key, j.leaseTokenName(), lease.Token()}
 	if rest > 0 {
 		attrs = append(attrs, "expires_in", rest)
 	}
@@ -343,4 +345,37 @@ func (j *Job) handBack(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// logRun logs, at debug, that a run starts, with the token of fence, the
+// lock that [LockFromContext] gives the run: the run lock with
+// WithoutOverlapping, otherwise the lease. See [Job.FencesWith].
+func (j *Job) logRun(fence *Lock) {
+	if j.locks.debug() {
+		j.locks.log.Debug("leasehold: job run started", "key", j.key, "token", fence.Token(), "fenced_by", j.FencesWith().String())
+	}
+}
+
+// leaseTokenName is the name of the lease's token in the job's log lines:
+// "token" when the lease is the lock a run fences with (the job has no run
+// lock), "lease_token" otherwise, so that "token" in a job's lines always
+// means the token its runs fence with.
+func (j *Job) leaseTokenName() string {
+	if j.FencesWith() == KindJobLease {
+		return "token"
+	}
+	return "lease_token"
+}
+
+// FencesWith says which of the job's locks a run fences its writes with,
+// the one [LockFromContext] gives the run: [KindRunLock] when the job has
+// [WithoutOverlapping] (a new, higher token for every run, wherever it
+// runs), otherwise [KindJobLease] (one token for as long as this instance
+// owns the job). The job's log lines name that lock's token "token"; the
+// lease's token, when runs fence with the run lock, is "lease_token".
+func (j *Job) FencesWith() LockKind {
+	if j.noOverlap {
+		return KindRunLock
+	}
+	return KindJobLease
 }

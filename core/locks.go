@@ -44,6 +44,9 @@ type Locks struct {
 }
 
 // New returns a Locks instance on store. It logs, once, which store it uses.
+// On a [MemoryStore] it fails with [ErrMemoryStoreRefused] when
+// [EnvInstances] says the service runs as several instances, unless
+// [AllowMemoryStore] is given.
 func New(store LockStore, opts ...Option) (*Locks, error) {
 	if err := validStore(store); err != nil {
 		return nil, err
@@ -57,6 +60,9 @@ func New(store LockStore, opts ...Option) (*Locks, error) {
 	}
 	if err := ValidateTTL(cfg.ttl); err != nil {
 		return nil, layer(err, "WithDefaultTTL")
+	}
+	if err := guardMemoryStore(store, cfg.memoryAllowed, os.Getenv); err != nil {
+		return nil, err
 	}
 	if cfg.clock == nil {
 		cfg.clock = SystemClock()
@@ -166,7 +172,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseUnknown(key, owner, cfg.kind, sent, cfg.ttl)
+			l.releaseUnknown(key, owner, cfg.kind, sent, cfg.ttl, err)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -284,6 +290,15 @@ func (l *Locks) releaseOnce(key, owner string, kind LockKind, timeout time.Durat
 	released, err := l.store.Release(ctx, key, owner)
 	end(released, err)
 	return released, err
+}
+
+// sameRefusal reports whether two store errors say the same thing and
+// neither is a timeout, after which the store may have done the work.
+func sameRefusal(a, b error) bool {
+	timeout := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	}
+	return !timeout(a) && !timeout(b) && a.Error() == b.Error()
 }
 
 // Close shuts the instance down: job guards stop taking ticks and wait for

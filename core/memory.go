@@ -13,7 +13,9 @@ import (
 // process's memory. It excludes callers in this process only: two instances
 // of a service each have their own, so it is right for a single instance and
 // for tests, and wrong for anything else.
-// [New] logs that limit when it starts on one.
+// [New] logs that limit when it starts on one, and refuses one when
+// [EnvInstances] says the service runs as several instances (see
+// [AllowMemoryStore]).
 type MemoryStore struct {
 	clock Clock
 

@@ -21,6 +21,8 @@ type config struct {
 	onEvent  func(Event)
 	instance string
 	observer Observer // one, or observers
+	// memoryAllowed skips the memory store's guard (see AllowMemoryStore).
+	memoryAllowed bool
 }
 
 // WithDefaultTTL sets the ttl of locks taken without [WithTTL] (default

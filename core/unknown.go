@@ -22,20 +22,29 @@ const unknownRetryDelay = 50 * time.Millisecond
 // after sent, on the instance's clock, which never runs ahead of the
 // store's lease), or until the instance is closed. No Lock holds the key,
 // so the keeper never sees it.
-func (l *Locks) releaseUnknown(key, owner string, kind LockKind, sent time.Time, ttl time.Duration) {
+//
+// acquireErr is the acquisition's error: when the release fails the same
+// way, and neither timed out, the store ran neither (a missing table, a
+// refused connection), nothing was taken, and there is nothing to retry
+// or warn about.
+func (l *Locks) releaseUnknown(key, owner string, kind LockKind, sent time.Time, ttl time.Duration, acquireErr error) {
 	released, err := l.releaseOnce(key, owner, kind, unknownOutcomeTimeout)
-	if err == nil {
+	switch {
+	case err == nil:
 		if released {
 			l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
 		}
 		return
+	case sameRefusal(acquireErr, err):
+		l.log.Debug("leasehold: the store refused an acquire and its release alike; nothing was taken", "key", key, "err", err)
+		return
 	}
 	end := sent.Add(ttl)
 	if !l.clock.Now().Before(end) {
-		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
+		l.log.Warn("leasehold: could not release what a failed acquire may have taken; the key may stay held until its ttl", "key", key, "err", err, "acquire_err", acquireErr)
 		return
 	}
-	l.log.Warn("leasehold: could not release a lock this process must not keep; trying again until its ttl ends", "key", key, "until", end, "err", err)
+	l.log.Warn("leasehold: could not release what a failed acquire may have taken; trying again until its ttl ends", "key", key, "until", end, "err", err, "acquire_err", acquireErr)
 	go l.keepReleasing(key, owner, kind, end)
 }
 

@@ -6,9 +6,10 @@
 //
 //   - [Locker], for gocron.WithDistributedLocker: every instance fires every
 //     tick; the first to take the job's lock runs it, the others skip it. The
-//     key stays taken for the run and at least [core.MinHold] after it began
-//     (see [WithMinHold]), so that instances whose clocks fire the same tick
-//     a little later skip it too. A task made with [Locker.Task] runs in the
+//     key stays taken for the run and at least a minimum hold after it began
+//     (nine tenths of the job's interval with [Locker.ReadSchedules], else
+//     [core.MinHold]; see [WithMinHold]), so that instances whose ticks fire
+//     the same run a little later skip it too. A task made with [Locker.Task] runs in the
 //     run lock's context, with its fencing token.
 //   - [Elector], for gocron.WithDistributedElector: the instances elect a
 //     leader with [core.Locks.Elect], and only the leader runs jobs. When it
@@ -36,12 +37,17 @@ import (
 // Locker is a gocron.Locker that takes a leasehold lock for each run of a
 // job. Create it with [NewLocker].
 type Locker struct {
-	locks   *core.Locks
-	prefix  string
-	ttl     time.Duration
-	minHold time.Duration
+	locks      *core.Locks
+	prefix     string
+	ttl        time.Duration
+	minHold    time.Duration
+	minHoldSet bool // WithMinHold was given: no hold from the schedule
 
 	mu sync.Mutex
+	// sched is the scheduler whose jobs' schedules set their holds (see
+	// ReadSchedules), and holds the hold derived for each job name.
+	sched gocron.Scheduler
+	holds map[string]time.Duration
 	// runs holds the lock of each run in progress, by gocron's context of
 	// the job, which gocron passes both to Lock and to the job's task.
 	runs map[context.Context]*core.Lock
@@ -62,12 +68,76 @@ func WithKeyPrefix(prefix string) LockerOption { return func(l *Locker) { l.pref
 func WithTTL(ttl time.Duration) LockerOption { return func(l *Locker) { l.ttl = ttl } }
 
 // WithMinHold sets how long, from the start of a run, the key stays taken
-// even if the run ends sooner (default [core.MinHold], one second), counted
-// on the [core.Locks] instance's clock. Pick it above the spread between the
-// instances' clocks and below the job's interval; 0 releases the lock as
+// even if the run ends sooner, counted on the [core.Locks] instance's
+// clock, for every job. Without it, a job's hold is [HoldShare] of its
+// interval when the Locker reads the job's schedule ([Locker.ReadSchedules]),
+// else [core.MinHold] (one second). Pick it above the spread between the
+// instances' ticks and below the job's interval; 0 releases the lock as
 // soon as the run ends, which lets an instance that fires late run the same
 // tick again.
-func WithMinHold(d time.Duration) LockerOption { return func(l *Locker) { l.minHold = d } }
+func WithMinHold(d time.Duration) LockerOption {
+	return func(l *Locker) { l.minHold, l.minHoldSet = d, true }
+}
+
+// HoldShare is the share of a job's interval (the time between its next two
+// runs) for which a run's key stays taken from the run's start, when the
+// Locker reads the job's schedule: 9/10. The instances' ticks of one run
+// may then fire up to nine tenths of the interval apart (instances started
+// at different moments, with a gocron.DurationJob, fire at different
+// phases; gocron.CronJob instances fire within their clocks' skew) and the
+// run still happens once; the instance's own next tick finds the key free
+// as long as it fires less than a tenth of the interval late.
+const HoldShare = 0.9
+
+// ReadSchedules tells the Locker the scheduler it locks runs for, so that
+// each job's minimum hold follows its schedule: [HoldShare] of the time
+// between the job's next two runs, read once per job name at its first
+// run. A per-second job then holds its key for 900ms, not the one second
+// of [core.MinHold] that made every other tick find the key still taken.
+// Call it once the scheduler exists (it takes the Locker as an option):
+//
+//	locker, err := gocronguard.NewLocker(locks)
+//	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
+//	locker.ReadSchedules(s)
+//
+// [WithMinHold] overrides it.
+func (l *Locker) ReadSchedules(s gocron.Scheduler) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sched = s
+	l.holds = make(map[string]time.Duration)
+}
+
+// holdOf returns the minimum hold of a run of the job named name.
+func (l *Locker) holdOf(name string) time.Duration {
+	l.mu.Lock()
+	sched, h, known := l.sched, time.Duration(0), false
+	if l.holds != nil {
+		h, known = l.holds[name]
+	}
+	l.mu.Unlock()
+	if l.minHoldSet || sched == nil {
+		return l.minHold
+	}
+	if known {
+		return h
+	}
+	for _, j := range sched.Jobs() {
+		if j.Name() != name {
+			continue
+		}
+		runs, err := j.NextRuns(2)
+		if err != nil || len(runs) < 2 || !runs[1].After(runs[0]) {
+			return l.minHold // not readable now: try again at the next run
+		}
+		h = time.Duration(float64(runs[1].Sub(runs[0])) * HoldShare)
+		l.mu.Lock()
+		l.holds[name] = h
+		l.mu.Unlock()
+		return h
+	}
+	return l.minHold
+}
 
 // NewLocker returns a gocron.Locker on locks, for
 // gocron.WithDistributedLocker or gocron.WithDistributedJobLocker.
@@ -115,7 +185,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		l.runs[ctx] = lk
 		l.mu.Unlock()
 	}
-	return &runLock{locker: l, job: ctx, lk: lk}, nil
+	return &runLock{locker: l, job: ctx, lk: lk, hold: l.holdOf(key)}, nil
 }
 
 // keyable reports whether ctx can key a map: gocron's job contexts
@@ -126,6 +196,7 @@ type runLock struct {
 	locker *Locker
 	job    context.Context // gocron's context of the job, which Lock was given
 	lk     *core.Lock
+	hold   time.Duration // the minimum hold, from the run's start
 }
 
 // Unlock hands the lock back with [core.Lock.HandBack]: released at once
@@ -142,7 +213,7 @@ func (r *runLock) Unlock(ctx context.Context) error {
 		}
 		l.mu.Unlock()
 	}
-	return r.lk.HandBack(ctx, l.minHold)
+	return r.lk.HandBack(ctx, r.hold)
 }
 
 // ErrNoRunLock is what a task made by [Locker.Task] returns, without

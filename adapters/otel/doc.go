@@ -12,7 +12,7 @@
 //
 // One option, given to [core.New], instruments the instance and its store:
 //
-//	locks, err := core.New(store, core.WithLogger(log), leaseholdotel.Instrument())
+//	locks, err := core.New(store, core.WithLogger(logger), leaseholdotel.Instrument())
 //
 // It uses the global MeterProvider and TracerProvider (set them with
 // otel.SetMeterProvider and otel.SetTracerProvider before this call; set

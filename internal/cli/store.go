@@ -106,19 +106,29 @@ func openStore(ctx context.Context, raw string) (*store, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
+	var (
+		st  *store
+		err error
+	)
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3":
 		return openSQLite(raw)
 	case "postgres", "postgresql":
-		return openPostgres(ctx, raw)
+		st, err = openPostgres(ctx, raw)
 	case "mysql", "mariadb":
-		return openMySQL(ctx, raw)
+		st, err = openMySQL(ctx, raw)
 	case "redis", "rediss", "valkey", "valkeys":
-		return openRedis(raw)
+		st, err = openRedis(raw)
 	case "etcd":
-		return openEtcd(raw)
+		st, err = openEtcd(raw)
+	default:
+		return nil, usagef("unsupported store %q: want %s", redact(raw), storeSchemes)
 	}
-	return nil, usagef("unsupported store %q: want %s", redact(raw), storeSchemes)
+	var usage *usageError
+	if err != nil && !errors.As(err, &usage) {
+		err = withHint(err, wantsTLS(raw))
+	}
+	return st, err
 }
 
 // sqlitePath returns the file a sqlite: URL names: sqlite:///abs/path,

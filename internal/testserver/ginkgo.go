@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 )
 
@@ -52,5 +54,44 @@ func RunSuite(t *testing.T, name string) {
 		}, name)
 		reporter.JUnitReport = filepath.Join(dir, file+".xml")
 	}
+	ginkgo.ReportAfterSuite("testserver summary", func(r ginkgo.Report) {
+		fmt.Printf("\n%s\n", suiteSummary(name, r))
+	})
 	ginkgo.RunSpecs(t, name, suite, reporter)
+}
+
+// suiteSummary is the line RunSuite prints after a suite, which
+// internal/testall reads: the suite's specs, how many ran, and how many
+// were skipped for want of a server (their message starts with
+// SkipPrefix).
+//
+// In an Ordered container whose BeforeAll skips, Ginkgo gives the message
+// to the first spec only and skips the others with "Spec skipped because
+// Skip() was called in BeforeAll" (or no message): such a spec, in a
+// container where a spec was skipped for want of a server, counts as
+// skipped without a server too.
+func suiteSummary(name string, r ginkgo.Report) string {
+	container := func(s types.SpecReport) string { return strings.Join(s.ContainerHierarchyTexts, "\x00") }
+	serverless := map[string]bool{}
+	for _, s := range r.SpecReports {
+		if s.State.Is(types.SpecStateSkipped) && strings.HasPrefix(s.Failure.Message, SkipPrefix) {
+			serverless[container(s)] = true
+		}
+	}
+	specs, ran, noServer := 0, 0, 0
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		specs++
+		switch {
+		case s.State.Is(types.SpecStateSkipped) && strings.HasPrefix(s.Failure.Message, SkipPrefix),
+			s.State.Is(types.SpecStateSkipped) && serverless[container(s)] &&
+				(s.Failure.Message == "" || strings.Contains(s.Failure.Message, "BeforeAll")):
+			noServer++
+		case s.State.Is(types.SpecStatePassed | types.SpecStateFailureStates):
+			ran++
+		}
+	}
+	return fmt.Sprintf("%ssuite %s: %d specs, %d ran, %d skipped without a server", SkipPrefix, name, specs, ran, noServer)
 }

@@ -35,15 +35,20 @@ const (
 // setupTimeout bounds creating or dropping a test's database.
 const setupTimeout = 30 * time.Second
 
+// SkipPrefix starts the message of every test (or Ginkgo spec) skipped for
+// want of a server, so that a summary of the run (internal/testall) can
+// count those skips apart from the others.
+const SkipPrefix = "testserver: "
+
 // unavailable skips t, or fails it under CI=true, where a missing server
 // must not turn the whole suite into skips.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	reason := fmt.Sprintf(format, args...)
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("testserver: %s (CI=true: a missing server is a failure)", reason)
+		t.Fatalf("%s%s (CI=true: a missing server is a failure)", SkipPrefix, reason)
 	}
-	t.Skipf("testserver: %s", reason)
+	t.Skip(SkipPrefix + reason)
 }
 
 // randomName returns prefix followed by 12 random hex digits.

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	bunstore "github.com/leasehold/leasehold/drivers/bun"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
@@ -93,7 +94,7 @@ func conformanceSpecs(s *server) {
 		// well within TTL/3.
 		opts.TTL = 6 * time.Second
 	}
-	conformance.Specs(func(t testing.TB) core.LockStore {
+	ginkgokit.Specs(func(t testing.TB) core.LockStore {
 		st, err := bunstore.New(bun.NewDB(s.sharedDB.DB, s.bunDialect()))
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ require (
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/leasehold/leasehold/conformance v0.0.0
+	github.com/leasehold/leasehold/conformance/ginkgokit v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
 	github.com/leasehold/leasehold/drivers/ent v0.0.0
 	github.com/leasehold/leasehold/drivers/sql v0.0.0
@@ -104,6 +105,7 @@ require (
 
 replace (
 	github.com/leasehold/leasehold/conformance => ../../../conformance
+	github.com/leasehold/leasehold/conformance/ginkgokit => ../../../conformance/ginkgokit
 	github.com/leasehold/leasehold/core => ../../../core
 	github.com/leasehold/leasehold/drivers/ent => ..
 	github.com/leasehold/leasehold/drivers/sql => ../../sql

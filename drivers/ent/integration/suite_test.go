@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	entstore "github.com/leasehold/leasehold/drivers/ent"
 	"github.com/leasehold/leasehold/drivers/ent/integration/example/ent"
@@ -41,7 +42,7 @@ var _ = Describe("entstore", func() {
 			options := conformance.Options{Callers: 32, TTL: s.ttl}
 
 			Describe("New, on the application's driver", func() {
-				conformance.Specs(func(t testing.TB) core.LockStore {
+				ginkgokit.Specs(func(t testing.TB) core.LockStore {
 					store, err := entstore.New(drv)
 					if err != nil {
 						t.Fatal(err)
@@ -51,7 +52,7 @@ var _ = Describe("entstore", func() {
 			})
 
 			Describe("NewFromClient, on the application's client", func() {
-				conformance.Specs(func(t testing.TB) core.LockStore {
+				ginkgokit.Specs(func(t testing.TB) core.LockStore {
 					store, err := entstore.NewFromClient(ent.NewClient(ent.Driver(drv)), s.dialect)
 					if err != nil {
 						t.Fatal(err)

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/leasehold/leasehold/conformance v0.0.0
+	github.com/leasehold/leasehold/conformance/ginkgokit v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
 	github.com/leasehold/leasehold/drivers/etcd v0.0.0
 	github.com/leasehold/leasehold/internal/testserver v0.0.0
@@ -130,6 +131,7 @@ require (
 
 replace (
 	github.com/leasehold/leasehold/conformance => ../../../conformance
+	github.com/leasehold/leasehold/conformance/ginkgokit => ../../../conformance/ginkgokit
 	github.com/leasehold/leasehold/core => ../../../core
 	github.com/leasehold/leasehold/drivers/etcd => ..
 	github.com/leasehold/leasehold/internal/testserver => ../../../internal/testserver

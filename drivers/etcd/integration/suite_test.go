@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -53,7 +54,7 @@ var _ = Describe("etcd", Label("etcd"), Ordered, func() {
 	})
 	// Each store is on a client of its own, as each instance of a service
 	// has one.
-	conformance.Specs(func(t testing.TB) core.LockStore {
+	ginkgokit.Specs(func(t testing.TB) core.LockStore {
 		return etcdstore.NewWithOptions(newClient(t, endpoints), etcdstore.Options{Prefix: prefix})
 	}, conformance.Options{Callers: 32, TTL: kitTTL})
 })

@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
@@ -30,7 +31,7 @@ var _ = Describe("gormstore", func() {
 			opts := conformance.Options{Callers: 32, TTL: b.ttl}
 			// Each store the kit asks for is a new Store over the shared
 			// *gorm.DB, as each instance of a service would have.
-			conformance.Specs(func(t testing.TB) core.LockStore { return newStore(t, db) }, opts)
+			ginkgokit.Specs(func(t testing.TB) core.LockStore { return newStore(t, db) }, opts)
 		})
 	}
 })

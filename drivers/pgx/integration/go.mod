@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/leasehold/leasehold/conformance => ../../../conformance
+	github.com/leasehold/leasehold/conformance/ginkgokit => ../../../conformance/ginkgokit
 	github.com/leasehold/leasehold/core => ../../../core
 	github.com/leasehold/leasehold/drivers/pgx => ..
 	github.com/leasehold/leasehold/drivers/sql => ../../sql
@@ -12,7 +13,8 @@ replace (
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/leasehold/leasehold/conformance v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold/conformance v0.0.0
+	github.com/leasehold/leasehold/conformance/ginkgokit v0.0.0-00010101000000-000000000000
 	github.com/leasehold/leasehold/core v0.0.0
 	github.com/leasehold/leasehold/drivers/pgx v0.0.0-00010101000000-000000000000
 	github.com/leasehold/leasehold/drivers/sql v0.0.0

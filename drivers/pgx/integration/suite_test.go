@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	pgxstore "github.com/leasehold/leasehold/drivers/pgx"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
@@ -35,7 +36,7 @@ var _ = Describe("pgxstore", Label("postgres"), Ordered, func() {
 		pool = openPool(GinkgoTB(), testserver.Postgres(GinkgoTB()), nil)
 		migrated(GinkgoTB(), pool)
 	})
-	conformance.Specs(func(t testing.TB) core.LockStore {
+	ginkgokit.Specs(func(t testing.TB) core.LockStore {
 		s, err := pgxstore.New(pool)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
@@ -24,7 +25,7 @@ func TestSuite(t *testing.T) { testserver.RunSuite(t, "rueidisstore") }
 func kit(server func(testing.TB) (string, string)) {
 	var url, prefix string
 	BeforeAll(func() { url, prefix = server(GinkgoTB()) })
-	conformance.Specs(func(t testing.TB) core.LockStore { return newStore(t, url, prefix) }, conformance.Options{Callers: 32})
+	ginkgokit.Specs(func(t testing.TB) core.LockStore { return newStore(t, url, prefix) }, conformance.Options{Callers: 32})
 }
 
 var _ = Describe("standalone Redis", Label("redis"), Ordered, func() {

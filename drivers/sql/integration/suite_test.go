@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -49,6 +50,6 @@ func conformanceOn(b backend, through string, open func(testing.TB, *sql.DB) *sq
 			// cases need calls well within TTL/3.
 			opts.TTL = 6 * time.Second
 		}
-		conformance.Specs(func(t testing.TB) core.LockStore { return open(t, db) }, opts)
+		ginkgokit.Specs(func(t testing.TB) core.LockStore { return open(t, db) }, opts)
 	})
 }

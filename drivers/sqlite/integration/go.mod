@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/leasehold/leasehold/conformance => ../../../conformance
+	github.com/leasehold/leasehold/conformance/ginkgokit => ../../../conformance/ginkgokit
 	github.com/leasehold/leasehold/core => ../../../core
 	github.com/leasehold/leasehold/drivers/sql => ../../sql
 	github.com/leasehold/leasehold/drivers/sqlite => ..
@@ -12,6 +13,7 @@ replace (
 
 require (
 	github.com/leasehold/leasehold/conformance v0.0.0
+	github.com/leasehold/leasehold/conformance/ginkgokit v0.0.0
 	github.com/leasehold/leasehold/core v0.0.0
 	github.com/leasehold/leasehold/drivers/sqlite v0.0.0-00010101000000-000000000000
 	github.com/leasehold/leasehold/internal/testserver v0.0.0-00010101000000-000000000000

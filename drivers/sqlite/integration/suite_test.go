@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	sqlitestore "github.com/leasehold/leasehold/drivers/sqlite"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -34,7 +35,7 @@ var _ = Describe("sqlitestore", Label("sqlite"), func() {
 				}
 				DeferCleanup(first.Close)
 			})
-			conformance.Specs(func(t testing.TB) core.LockStore {
+			ginkgokit.Specs(func(t testing.TB) core.LockStore {
 				if where == "memory" {
 					// Each Open of ":memory:" is a database of its own.
 					return first

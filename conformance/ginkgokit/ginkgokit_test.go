@@ -1,4 +1,4 @@
-package conformance_test
+package ginkgokit_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/conformance/ginkgokit"
 	"github.com/leasehold/leasehold/core"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -28,7 +29,7 @@ func TestGinkgo(t *testing.T) {
 		t.Skip("Ginkgo runs a suite once per process; run ginkgo --repeat=N to repeat it")
 	}
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "conformance kit through Specs")
+	RunSpecs(t, "conformance kit through ginkgokit.Specs")
 }
 
 var _ = Describe("core.MemoryStore", Label("conformance"), func() {
@@ -41,7 +42,7 @@ var _ = Describe("core.MemoryStore", Label("conformance"), func() {
 		store = core.NewMemoryStore(core.WithMemoryClock(clock))
 	})
 
-	conformance.Specs(func(testing.TB) core.LockStore { return store }, conformance.Options{
+	ginkgokit.Specs(func(testing.TB) core.LockStore { return store }, conformance.Options{
 		AdvanceTime: func(d time.Duration) { clock.Advance(d) },
 	})
 
@@ -57,5 +58,5 @@ var _ = Describe("core.MemoryStore", Label("conformance"), func() {
 // spec still reports its own case.
 var _ = Describe("core.MemoryStore in real time", Label("conformance"), func() {
 	store := core.NewMemoryStore()
-	conformance.Specs(func(testing.TB) core.LockStore { return store }, conformance.Options{TTL: time.Second})
+	ginkgokit.Specs(func(testing.TB) core.LockStore { return store }, conformance.Options{TTL: time.Second})
 })

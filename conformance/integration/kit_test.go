@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
+	sqlstore "github.com/leasehold/leasehold/drivers/sql"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+func TestMain(m *testing.M) { os.Exit(testserver.Main(m)) }
+
+// verdict is a testing.TB that records what the kit reports instead of
+// failing the test that holds it, so that a test can require the kit to
+// fail a broken store. Like testing.T, its FailNow and SkipNow end the
+// calling goroutine (see runCase).
+type verdict struct {
+	testing.TB // the real test: for Name, TempDir, Cleanup and the like
+
+	mu       sync.Mutex
+	failed   bool
+	skipped  bool
+	messages []string
+}
+
+func (v *verdict) note(failed, skipped bool, msg string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failed, v.skipped = v.failed || failed, v.skipped || skipped
+	if msg != "" {
+		v.messages = append(v.messages, msg)
+	}
+}
+
+func (v *verdict) Helper()                         {}
+func (v *verdict) Log(args ...any)                 { v.TB.Log(args...) }
+func (v *verdict) Logf(format string, args ...any) { v.TB.Logf(format, args...) }
+func (v *verdict) Error(args ...any)               { v.note(true, false, fmt.Sprint(args...)) }
+func (v *verdict) Errorf(format string, args ...any) {
+	v.note(true, false, fmt.Sprintf(format, args...))
+}
+func (v *verdict) Fail()             { v.note(true, false, "") }
+func (v *verdict) FailNow()          { v.note(true, false, ""); runtime.Goexit() }
+func (v *verdict) Fatal(args ...any) { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
+func (v *verdict) Fatalf(format string, args ...any) {
+	v.note(true, false, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (v *verdict) Skip(args ...any) { v.note(false, true, fmt.Sprint(args...)); runtime.Goexit() }
+func (v *verdict) Skipf(format string, args ...any) {
+	v.note(false, true, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (v *verdict) SkipNow() { v.note(false, true, ""); runtime.Goexit() }
+func (v *verdict) Failed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.failed
+}
+func (v *verdict) Skipped() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.skipped
+}
+
+// runCase runs the kit's case named name against newStore and returns its
+// verdict.
+func runCase(t *testing.T, name string, newStore func(testing.TB) core.LockStore, opts conformance.Options) *verdict {
+	t.Helper()
+	for _, c := range conformance.Cases() {
+		if c.Name != name {
+			continue
+		}
+		v := &verdict{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Run(v, newStore, opts)
+		}()
+		<-done
+		return v
+	}
+	t.Fatalf("the kit has no case %q", name)
+	return nil
+}
+
+// A broken store and the kit's cases that must fail on it.
+type broken struct {
+	name  string
+	open  func(t testing.TB) func(testing.TB) core.LockStore
+	cases []string
+}
+
+func brokenStores() []broken {
+	return []broken{
+		{"redis GET then PEXPIRE, GET then DEL", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return getThen{b} })
+		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
+		{"redis SETNX then PEXPIRE", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return setnxThenExpire{b} })
+		}, []string{"acquire-cut-short"}},
+		{"redis SET NX then INCR", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return incrAfter{b} })
+		}, []string{"steer-acquire-takeover"}},
+		{"postgres SELECT then UPDATE by key", func(t testing.TB) func(testing.TB) core.LockStore {
+			return postgresSelectThenUpdate(t, conformance.DefaultCallers)
+		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
+		{"mariadb SELECT then UPDATE by key", func(t testing.TB) func(testing.TB) core.LockStore {
+			return mariadbSelectThenUpdate(t, conformance.DefaultCallers)
+		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
+		{"redis owner compared by prefix", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return ownerPrefix{b} })
+		}, []string{"owner-exact"}},
+	}
+}
+
+// TestKitFailsBrokenStores runs, against each textbook broken store on a
+// real server, the cases written for its flaw, and requires each to fail
+// with the case's own proof, not an inconclusive verdict. Run it with
+// -count=20 to see the kit catch them in every run.
+func TestKitFailsBrokenStores(t *testing.T) {
+	for _, b := range brokenStores() {
+		t.Run(b.name, func(t *testing.T) {
+			newStore := b.open(t)
+			for _, name := range b.cases {
+				v := runCase(t, name, newStore, conformance.Options{})
+				msg := strings.Join(v.messages, "\n")
+				switch {
+				case !v.failed:
+					t.Errorf("the kit's case %s passed this broken store (skipped: %v %s)", name, v.skipped, msg)
+				case strings.Contains(msg, "inconclusive"):
+					t.Errorf("the kit's case %s called this broken store inconclusive: %s", name, msg)
+				default:
+					t.Logf("%s failed it, as it must: %s", name, firstLine(msg))
+				}
+			}
+		})
+	}
+}
+
+// TestKitPassesAtomicStores runs the cases the broken stores fail against
+// correct stores on the same servers: an atomic Redis store of this file and
+// the project's drivers.
+func TestKitPassesAtomicStores(t *testing.T) {
+	cases := []string{"steer-renew-takeover", "steer-release-takeover", "steer-acquire-takeover", "acquire-cut-short", "owner-exact"}
+	stores := []struct {
+		name string
+		open func(t testing.TB) func(testing.TB) core.LockStore
+	}{
+		{"redis scripts", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return atomicRedis{b} })
+		}},
+		{"rueidisstore", func(t testing.TB) func(testing.TB) core.LockStore {
+			url, prefix := testserver.Redis(t)
+			return func(tb testing.TB) core.LockStore {
+				s, err := rueidisstore.New(redisClient(tb, url), rueidisstore.WithPrefix(prefix))
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return s
+			}
+		}},
+		{"sqlstore postgres", func(t testing.TB) func(testing.TB) core.LockStore {
+			return sqlStores(t, openPool(t, "pgx", testserver.Postgres(t), 2*conformance.DefaultCallers), sqlstore.Postgres)
+		}},
+		{"sqlstore mariadb", func(t testing.TB) func(testing.TB) core.LockStore {
+			return sqlStores(t, openPool(t, "mysql", testserver.MySQL(t), 2*conformance.DefaultCallers), sqlstore.MySQL)
+		}},
+	}
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			newStore := s.open(t)
+			for _, name := range cases {
+				if v := runCase(t, name, newStore, conformance.Options{}); v.failed {
+					t.Errorf("the kit's case %s failed a correct store: %s", name, strings.Join(v.messages, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// sqlStores returns the project's SQL store over db, migrated once.
+func sqlStores(t testing.TB, db *sql.DB, d sqlstore.Dialect) func(testing.TB) core.LockStore {
+	t.Helper()
+	s, err := sqlstore.New(db, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return func(testing.TB) core.LockStore { return s }
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

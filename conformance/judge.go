@@ -1,0 +1,64 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance/lateness"
+	"github.com/leasehold/leasehold/core"
+)
+
+// tolerance is how late the test process may run during a case before a
+// failure of the case stops being evidence against the store: a sixth of
+// the ttl, the margin of the kit's expiry checks (see heldCheck). Calls
+// that time out, or locks that look expired early, are what a process
+// late by more than that produces on a correct store.
+func (o Options) tolerance() time.Duration { return o.TTL / 6 }
+
+// judge runs case c and returns its verdict under the kit's lateness rule:
+// while the case runs, a [lateness.Meter] measures how late the test
+// process itself runs. A failure while the process ran later than
+// [Options] tolerate (a sixth of the ttl) is not evidence against the
+// store: the case runs again, once, and if it fails again while the
+// process was late again, the verdict is inconclusive, with the measured
+// lateness and what to do, and without a usual fix. Under -short an
+// inconclusive case is skipped; otherwise it fails. A failure the case marks
+// as proof (see proof) stands whatever the lateness.
+func judge(t testing.TB, c Case, newStore func(testing.TB) core.LockStore, opts Options) outcome {
+	t.Helper()
+	o, err := opts.withDefaults()
+	if err != nil {
+		return outcome{failed: true, messages: []string{err.Error()}}
+	}
+	tol := o.tolerance()
+	var out outcome
+	var m *lateness.Meter
+	for attempt := 0; attempt < 2; attempt++ {
+		m = lateness.Start()
+		out = startRecorded(t, c, newStore, opts).wait()
+		m.Stop()
+		if !out.failed || out.definite || !m.Explains(tol) {
+			return out
+		}
+		t.Logf("conformance: case %s failed while this process ran %v late (more than the %v the case tolerates); running it again", c.Name, m.Worst().Round(time.Millisecond), tol)
+	}
+	msg := m.Verdict(tol) + " (Options.TTL). The case failed twice, each time while the process was late; what it saw proves nothing about the store:\n" + withoutFix(strings.Join(out.messages, "\n"))
+	if testing.Short() {
+		return outcome{skipped: true, messages: []string{msg}, logs: out.logs}
+	}
+	return outcome{failed: true, messages: []string{msg}, logs: out.logs}
+}
+
+// withoutFix drops the "Usual fix: " lines of failure messages: an
+// inconclusive verdict names no fix.
+func withoutFix(msg string) string {
+	lines := strings.Split(msg, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "Usual fix: ") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
+}

@@ -1,0 +1,106 @@
+// Package lateness measures how late the test process itself runs, so that a
+// test that asserts timing can tell a slow machine from a broken system under
+// test.
+//
+// A [Meter] runs a goroutine that sleeps for a short tick again and again and
+// records how much later than asked each sleep returned. On an idle machine
+// that is well under a millisecond; on a machine whose cores are busy with
+// other work it is what every timer, goroutine and deadline of the test
+// suffered too. A timing assertion that fails while the meter saw more
+// lateness than the assertion tolerates proves nothing about the code under
+// test: [Meter.Explains] says so, and [Meter.Verdict] words it.
+//
+// The rule, stated once for every timing test of the project: a timing test
+// fails only when the process ran on time; when it did not, the test runs
+// again once, and if the process was late again the outcome is inconclusive,
+// never a failure blamed on the code.
+package lateness
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Tick is how often a [Meter] looks at the clock.
+const Tick = 5 * time.Millisecond
+
+// Meter measures the process's lateness from [Start] until [Meter.Stop]. Its
+// methods are safe for concurrent use.
+type Meter struct {
+	stop chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	worst time.Duration
+}
+
+// Start starts a Meter. Stop it when the measured work ends.
+func Start() *Meter {
+	m := &Meter{stop: make(chan struct{}), done: make(chan struct{})}
+	go m.run()
+	return m
+}
+
+func (m *Meter) run() {
+	defer close(m.done)
+	timer := time.NewTimer(Tick)
+	defer timer.Stop()
+	asked := time.Now().Add(Tick)
+	for {
+		select {
+		case <-m.stop:
+			// The tick in progress counts too: a process starved until
+			// now has been late by that much.
+			m.note(time.Since(asked))
+			return
+		case now := <-timer.C:
+			m.note(now.Sub(asked))
+			// time.Now, not the timer's value: the goroutine itself may
+			// run late after the timer fired.
+			m.note(time.Since(asked))
+			asked = time.Now().Add(Tick)
+			timer.Reset(Tick)
+		}
+	}
+}
+
+func (m *Meter) note(late time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.worst = max(m.worst, late)
+}
+
+// Stop ends the measurement and returns the worst lateness seen. Calling it
+// again returns the same figure.
+func (m *Meter) Stop() time.Duration {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+	return m.Worst()
+}
+
+// Worst returns the worst lateness seen so far: how much later than asked a
+// timer of the meter fired and its goroutine ran.
+func (m *Meter) Worst() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.worst
+}
+
+// Explains reports whether the lateness seen so far is enough to explain a
+// timing assertion that failed although it tolerates tolerance: the process
+// ran later than that at least once.
+func (m *Meter) Explains(tolerance time.Duration) bool {
+	return m.Worst() > tolerance
+}
+
+// Verdict words an inconclusive outcome: how late the process ran, against
+// what the assertion tolerates, and what to do.
+func (m *Meter) Verdict(tolerance time.Duration) string {
+	return fmt.Sprintf("inconclusive: this process ran %d ms late (the check tolerates %d ms); rerun on a quieter machine or raise the ttl",
+		m.Worst().Milliseconds(), tolerance.Milliseconds())
+}

@@ -1,0 +1,318 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// steeredCases reach the window between a store call's round trips on
+// purpose instead of racing for it: each call runs on a steered context
+// that stops it at its n-th look at the context, for n over every look the
+// call makes (see steered), and while it is stopped the kit lets the lock
+// expire and another owner take the key over, then lets the call go on. A
+// store whose call is one atomic round trip decides it either wholly before
+// the stop or wholly after it, and its answers agree with the takeover; a
+// store that reads in one round trip and writes in the next writes over the
+// new holder, whatever the speed of the server or of the machine.
+//
+// They sleep, but they are not marked Waits: a call stopped while its client
+// holds a lock of its pool (database/sql looks at the context under the
+// pool's mutex) stalls every call through that pool until it goes on, and
+// would make the expiry cases running beside it late. So they run alone:
+// under Run before the waiting cases start, under Declare once those have
+// ended (see Case.alone).
+func steeredCases() []Case {
+	return []Case{
+		{
+			Name:    "steer-renew-takeover",
+			Catches: "a Renew that reads the owner in one round trip and extends the lock in another (GET then PEXPIRE, SELECT then UPDATE by key), so that an old holder whose lock expires in between extends the lock of the owner that took the key over, and both believe they hold it.",
+			Fix:     "Make Renew one conditional write that checks the owner and the expiry in the same statement or script (UPDATE … WHERE key = ? AND owner = ? AND the lock has not expired; in Redis, one script), never a read followed by a separate write.",
+			alone:   true,
+			run:     steerTakeover("renew"),
+		},
+		{
+			Name:    "steer-release-takeover",
+			Catches: "a Release that reads the owner in one round trip and deletes in another (GET then DEL, SELECT then DELETE by key), so that an old holder whose lock expires in between frees the lock of the owner that took the key over.",
+			Fix:     "Make Release one conditional delete that checks the owner in the same statement or script (DELETE … WHERE key = ? AND owner = ?; in Redis, one script), never a read followed by a separate write.",
+			alone:   true,
+			run:     steerTakeover("release"),
+		},
+		{
+			Name:    "steer-acquire-takeover",
+			Catches: "an Acquire that takes the lock in one round trip and draws or stores its fencing token in another (SET NX then INCR), so that an Acquire stopped between them hands out a token greater than that of an owner that took the key after it.",
+			Fix:     "Draw the token inside the statement or script that takes the lock, so that taking the lock and its token are one atomic step.",
+			alone:   true,
+			run:     steerTakeover("acquire"),
+		},
+		{
+			Name:    "acquire-cut-short",
+			Catches: "an Acquire that takes the lock in one round trip and sets its expiry in another (SETNX then PEXPIRE, an INSERT and a later UPDATE), so that a call cut short between them, by a cancelled context or a lost connection, leaves the key locked for ever.",
+			Fix:     "Write the lock and its expiry in one statement or script (SET key owner NX PX ttl; one INSERT … ON CONFLICT with the expiry), so that no outcome of a cut-short call leaves a lock without an expiry.",
+			alone:   true,
+			run:     acquireCutShort,
+		},
+	}
+}
+
+// steerCalls runs call(i, ctx) for every i < n in a goroutine of its own,
+// each on a steered context that stops at its pause-th look, and returns
+// once each call has either stopped there or returned, or patience has
+// run out: paused[i] says which calls stopped. wait lets every call go on
+// and waits for them to return.
+func (e *env) steerCalls(n, pause int, timeout, patience time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused []bool, res []result, wait func()) {
+	ctxs, paused, res = make([]*steered, n), make([]bool, n), make([]result, n)
+	done := make([]chan struct{}, n)
+	for i := range n {
+		ctxs[i], done[i] = newSteered(timeout, pause), make(chan struct{})
+		go func() {
+			defer close(done[i])
+			res[i] = call(i, ctxs[i])
+		}()
+	}
+	// A call may wait, before its pause-th look, for a lock that another
+	// stopped call holds: database/sql looks at the context while it holds
+	// the pool's mutex, for one. Such a call neither stops nor returns; after
+	// a while it counts as not stopped, and goes on with the others.
+	give := time.NewTimer(patience)
+	defer give.Stop()
+	for i := range n {
+		select {
+		case <-ctxs[i].paused:
+			paused[i] = true
+		case <-done[i]:
+		case <-give.C:
+			give.Reset(0)
+		}
+	}
+	return ctxs, paused, res, func() {
+		// Every call goes on before any is waited for: one may wait for a
+		// lock that a later one, stopped, holds.
+		for i := range n {
+			ctxs[i].goOn()
+		}
+		for i := range n {
+			<-done[i]
+			ctxs[i].release()
+		}
+	}
+}
+
+// countLooks returns how many times a call of op looks at its context, the
+// most over a few calls: the steered cases stop calls at each look from the
+// first to one past this.
+func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) int {
+	t.Helper()
+	most := 0
+	for range 3 {
+		key, owner := e.key(), e.owner("counted")
+		if op != "acquire" {
+			e.mustAcquire(t, key, owner, holdTTL, "no lock has ever held this key")
+		}
+		ctx := newSteered(e.opts.Timeout, 0)
+		r := e.do(ctx, op, key, owner, ttl)
+		ctx.release()
+		if r.err != nil {
+			callFailed(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err)
+		}
+		if op == "acquire" && r.ok {
+			e.cleanupRelease(t, key, owner)
+		}
+		most = max(most, int(ctx.looks.Load()))
+	}
+	return min(most, maxLooks)
+}
+
+// maxLooks bounds the looks the steered cases sweep, so that a client that
+// looks at its context in a loop cannot make a case run for ever.
+const maxLooks = 64
+
+// do calls op ("acquire", "renew" or "release") for owner through its store.
+func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) result {
+	var r result
+	s := e.storeOf(owner)
+	switch op {
+	case "acquire":
+		r.token, r.ok, r.err = s.Acquire(ctx, key, owner, ttl)
+	case "renew":
+		r.ok, r.err = s.Renew(ctx, key, owner, holdTTL)
+	case "release":
+		r.ok, r.err = s.Release(ctx, key, owner)
+	}
+	return r
+}
+
+// steerKeys is how many keys a steered case stops at one look number at
+// once: few, so that the stopped calls, which may each hold a connection of
+// a pool, leave the takeovers room even when the four steered cases run
+// together on one pool of Options.Callers connections.
+func (e *env) steerKeys() int { return max(1, e.opts.Callers/8) }
+
+// steerTakeover returns the case that stops op at each of its looks while
+// the lock it concerns expires and a new owner takes the key over.
+func steerTakeover(op string) func(t testing.TB, e *env) {
+	return func(t testing.TB, e *env) {
+		ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+		looks := e.countLooks(t, op, ttl)
+		if looks == 0 {
+			skip(t, e.name, "the store's "+op+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
+		}
+		stopped := 0
+		for pause := 1; pause <= looks+1; pause++ {
+			stopped += e.steerTakeoverAt(t, op, pause, ttl)
+		}
+		t.Logf("conformance: %s: stopped %d %s calls, at each of their %d looks at their context, while their locks expired and new owners took the keys over", e.name, stopped, op, looks)
+	}
+}
+
+// steerTakeoverAt runs one round of steerTakeover: steerKeys keys, each
+// call stopped at its pause-th look. It returns how many calls stopped.
+func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Duration) int {
+	t.Helper()
+	n := e.steerKeys()
+	keys, olds, news := e.keys(n), e.racers("old", n, 0), e.racers("new", n, 1)
+	for i := range keys {
+		e.cleanupRelease(t, keys[i], news[i])
+		if op == "acquire" {
+			e.cleanupRelease(t, keys[i], olds[i])
+			continue
+		}
+		e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
+	}
+	tl := e.startTimeline()
+	ctxs, paused, old, wait := e.steerCalls(n, pause, e.opts.Timeout+4*ttl, ttl, func(i int, ctx context.Context) result {
+		return e.do(ctx, op, keys[i], olds[i], ttl)
+	})
+	if !slices.Contains(paused, true) {
+		wait()
+		return 0 // the calls made fewer looks than pause
+	}
+	if op == "acquire" {
+		// The lock the stopped Acquire may have written is younger
+		// than the timeline: count its ttl from the stop.
+		tl = e.startTimeline()
+	}
+	// The new owners try to take the keys of the stopped calls once their
+	// locks have expired, again until 2 × ttl: a lock renewed (or taken)
+	// before the stop stays held, and the try fails.
+	taken := make([]result, n)
+	tl.until(goneCheck(ttl))
+	if e.opts.AdvanceTime == nil {
+		// A takeover that waits for a row the stopped call has locked
+		// must not wait for ever: the stopped calls go on at 3 × ttl.
+		stop := time.AfterFunc(time.Until(tl.start.Add(3*ttl)), func() {
+			for _, c := range ctxs {
+				c.goOn()
+			}
+		})
+		defer stop.Stop()
+	}
+	race(n, func(i int) {
+		if !paused[i] {
+			return
+		}
+		for {
+			ctx, cancel := e.ctx()
+			taken[i].token, taken[i].ok, taken[i].err = e.storeOf(news[i]).Acquire(ctx, keys[i], news[i], holdTTL)
+			cancel()
+			if taken[i].ok || taken[i].err != nil || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
+				return
+			}
+			time.Sleep(ttl / 10)
+		}
+	})
+	wait()
+	stopped := 0
+	for i := range n {
+		if !paused[i] {
+			continue
+		}
+		stopped++
+		if old[i].err != nil {
+			callFailed(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pause), old[i].err)
+		}
+		if taken[i].err != nil {
+			callFailed(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err)
+		}
+		if !taken[i].ok {
+			continue // the old call took effect before the stop: nothing to judge
+		}
+		where := fmt.Sprintf("The kit stopped %s's %s of %s at the call's look number %d at its context (client libraries look before each round trip); while it was stopped, the lock expired and %s acquired the key (token %d); then the kit let the call go on",
+			olds[i], op, show(keys[i]), pause, news[i], taken[i].token)
+		switch {
+		case op == "renew" && old[i].ok:
+			proof(t, "%s, and it returned true: two owners now believe they hold the key. A Renew that answers true must have extended a live lock of its owner, and then no one else could have acquired the key; this one read the owner in one round trip and wrote in another", where)
+		case op == "acquire" && old[i].ok && old[i].token >= taken[i].token:
+			proof(t, "%s, and it returned acquired with token %d, not less than the new owner's %d. The Acquire that was stopped came first, so its token must be the smaller: this store draws the token in a round trip of its own, apart from taking the lock", where, old[i].token, taken[i].token)
+		}
+		ctx, cancel := e.ctx()
+		ok, err := e.storeOf(news[i]).Renew(ctx, keys[i], news[i], holdTTL)
+		cancel()
+		if err != nil {
+			callFailed(t, fmt.Sprintf("Renew(%s, %q) by the new holder", show(keys[i]), news[i]), err)
+		}
+		if !ok {
+			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
+		}
+	}
+	return stopped
+}
+
+// acquireCutShort cancels Acquire calls at each of their looks at their
+// context, lets them return, and requires every key to be free once the
+// ttl has passed: whatever the outcome of a cut-short Acquire, acquired,
+// not acquired or an error, no lock may outlive its ttl.
+func acquireCutShort(t testing.TB, e *env) {
+	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+	looks := e.countLooks(t, "acquire", ttl)
+	if looks == 0 {
+		skip(t, e.name, "the store's Acquire calls never look at their context (Done or Err), so the kit cannot cut them short between round trips", "pass the call's context to the client library")
+	}
+	n := e.steerKeys()
+	type cut struct {
+		key, owner string
+		pause      int
+	}
+	var cuts []cut
+	for pause := 1; pause <= looks+1; pause++ {
+		keys, owners := e.keys(n), e.racers("cut", n, pause)
+		for i := range keys {
+			e.cleanupRelease(t, keys[i], owners[i])
+		}
+		ctxs, paused, _, wait := e.steerCalls(n, pause, e.opts.Timeout, ttl, func(i int, ctx context.Context) result {
+			return e.do(ctx, "acquire", keys[i], owners[i], ttl)
+		})
+		for i := range n {
+			if paused[i] {
+				ctxs[i].cancel(context.Canceled)
+				cuts = append(cuts, cut{keys[i], owners[i], pause})
+			}
+		}
+		wait()
+	}
+	// Every call has returned: whatever each wrote, its ttl started before
+	// now. Each key must be free by 2 × ttl (a lock written late by a
+	// server that read the cancelled statement from its socket has had a
+	// whole ttl more); a second look at 4 × ttl rules out a slow server.
+	tl := e.startTimeline()
+	for _, at := range []time.Duration{2 * ttl, 4 * ttl} {
+		tl.until(at)
+		left := cuts[:0]
+		for _, c := range cuts {
+			probe := e.ownerElsewhere("after-cut")
+			if _, ok := e.acquire(t, c.key, probe, holdTTL); ok {
+				e.cleanupRelease(t, c.key, probe)
+				continue
+			}
+			left = append(left, c)
+		}
+		cuts = left
+	}
+	if len(cuts) > 0 {
+		c := cuts[0]
+		t.Fatalf("%d of the Acquire calls the kit cancelled left their key locked beyond their ttl: the first, Acquire(%s, %q, %v), cancelled at its look number %d at its context (client libraries look before each round trip), still held its key %v after it returned; the contract requires every lock to expire by its ttl, whatever became of the call that wrote it", len(cuts), show(c.key), c.owner, ttl, c.pause, 4*ttl)
+	}
+	t.Logf("conformance: %s: cut Acquire calls short at each of their %d looks at their context", e.name, looks)
+}

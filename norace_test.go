@@ -1,0 +1,5 @@
+//go:build !race
+
+package leasehold_test
+
+const raceEnabled = false

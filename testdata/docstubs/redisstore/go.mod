@@ -1,0 +1,3 @@
+module example.com/redisstore
+
+go 1.26.0
