@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,10 @@ type batchStore struct {
 	inside  atomic.Int64              // calls in flight
 	peak    atomic.Int64              // most calls in flight at once
 	enter   func(ctx context.Context) // when set, runs at the start of each call
+	// failGroup, when set, fails the leases it picks: they are not
+	// renewed, are answered false, and the call returns a *BatchError
+	// that carries errStoreDown for them.
+	failGroup func(l core.Lease) bool
 }
 
 type batchCall struct {
@@ -60,7 +65,7 @@ func (s *batchStore) RenewBatch(ctx context.Context, leases []core.Lease) ([]boo
 	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
 	}
 	s.mu.Lock()
-	err, answers, gate, enter := s.err, s.answers, s.gate, s.enter
+	err, answers, gate, enter, failGroup := s.err, s.answers, s.gate, s.enter, s.failGroup
 	at := s.clock.Now()
 	s.mu.Unlock()
 	if enter != nil {
@@ -70,7 +75,10 @@ func (s *batchStore) RenewBatch(ctx context.Context, leases []core.Lease) ([]boo
 		<-gate
 	}
 	var renewed []bool
-	if err == nil {
+	switch {
+	case err == nil && failGroup != nil:
+		renewed, err = s.renewGroups(ctx, leases, failGroup)
+	case err == nil:
 		renewed, err = s.mem.RenewBatch(ctx, leases)
 	}
 	if err == nil && answers != nil {
@@ -80,6 +88,25 @@ func (s *batchStore) RenewBatch(ctx context.Context, leases []core.Lease) ([]boo
 	s.batches = append(s.batches, batchCall{at: at, leases: slices.Clone(leases), renewed: renewed, err: err})
 	s.mu.Unlock()
 	return renewed, err
+}
+
+// renewGroups renews the leases failGroup does not pick, and fails the
+// others with a *BatchError, answering them false.
+func (s *batchStore) renewGroups(ctx context.Context, leases []core.Lease, failGroup func(core.Lease) bool) ([]bool, error) {
+	renewed := make([]bool, len(leases))
+	failed := map[int]error{}
+	for i, l := range leases {
+		if failGroup(l) {
+			failed[i] = errStoreDown
+			continue
+		}
+		ok, err := s.mem.Renew(ctx, l.Key, l.Owner, l.TTL)
+		if err != nil {
+			return nil, err
+		}
+		renewed[i] = ok
+	}
+	return renewed, core.NewBatchError(len(leases), failed)
 }
 
 func (s *batchStore) set(f func(s *batchStore)) {
@@ -503,5 +530,107 @@ func TestSingleRenewalsKeepTheirOwnTime(t *testing.T) {
 		if got := since(spy.timesKey("renew", key)); !slices.Equal(got, want) {
 			t.Errorf("renewals of %s at %v; want %v", key, got, want)
 		}
+	}
+}
+
+// TestBatchPartialAnswer: a store that answers one group of a batch and
+// fails the other (a dead node of a cluster) costs only the failed
+// group's locks, each at its own deadline, and only after retrying them
+// alone; the answered locks stay held. The failed leases come back
+// answered false, which the keeper must not read as refusals.
+func TestBatchPartialAnswer(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	store := newBatchStore(core.NewMemoryStore(core.WithMemoryClock(clock)), clock, 100)
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
+	var good, dead []*core.Lock
+	for i := range 10 {
+		good = append(good, mustAcquire(t, locks, fmt.Sprintf("good/%d", i)))
+		dead = append(dead, mustAcquire(t, locks, fmt.Sprintf("dead/%d", i)))
+	}
+	store.set(func(s *batchStore) {
+		s.failGroup = func(l core.Lease) bool { return strings.HasPrefix(l.Key, "dead/") }
+	})
+	deadline := t0.Add(core.DefaultTTL - core.SafetyMargin(core.DefaultTTL))
+	clock.Advance(deadline.Sub(t0) - time.Millisecond)
+	for _, lk := range dead {
+		if !lk.Held() {
+			t.Fatalf("%s lost before its deadline: %v", lk.Key(), context.Cause(lk.Context()))
+		}
+	}
+	clock.Advance(time.Millisecond)
+	for _, lk := range dead {
+		var lost *core.LockLostError
+		if !errors.As(context.Cause(lk.Context()), &lost) || lost.Reason != core.LostDeadline || !errors.Is(lost, errStoreDown) {
+			t.Fatalf("%s: cause %v; want lost at its deadline with its group's error", lk.Key(), context.Cause(lk.Context()))
+		}
+	}
+	clock.Advance(3 * core.DefaultTTL)
+	for _, lk := range good {
+		if !lk.Held() {
+			t.Fatalf("%s, answered in every batch, lost: %v", lk.Key(), context.Cause(lk.Context()))
+		}
+	}
+	// After the first call, the retries carry the failed leases only:
+	// the answered ones wait for their next renewal.
+	calls, _ := store.calls()
+	retries := 0
+	for _, c := range calls {
+		var be *core.BatchError
+		if !errors.As(c.err, &be) {
+			continue
+		}
+		if len(c.leases) < 20 {
+			retries++
+			for _, l := range c.leases {
+				if !strings.HasPrefix(l.Key, "dead/") {
+					t.Fatalf("a retry at %v carried %s, which was answered", c.at.Sub(t0), l.Key)
+				}
+			}
+		}
+	}
+	if retries == 0 {
+		t.Fatal("the failed group was never retried alone")
+	}
+}
+
+// TestBatchErrorWrongLength: a *BatchError without one entry per lease is
+// a broken answer: every lease of the call counts as failed.
+func TestBatchErrorWrongLength(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	store := cutErrs{newBatchStore(core.NewMemoryStore(core.WithMemoryClock(clock)), clock, 10)}
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
+	a, b := mustAcquire(t, locks, "a"), mustAcquire(t, locks, "b")
+	clock.Advance(core.DefaultTTL)
+	for _, lk := range []*core.Lock{a, b} {
+		var lost *core.LockLostError
+		if !errors.As(context.Cause(lk.Context()), &lost) || lost.Reason != core.LostDeadline || !errors.Is(lost, core.ErrBrokenStore) {
+			t.Fatalf("%s: cause %v; want lost at the deadline with ErrBrokenStore", lk.Key(), context.Cause(lk.Context()))
+		}
+	}
+}
+
+// cutErrs renews every lease and answers true, with a *BatchError that
+// holds one entry too few.
+type cutErrs struct{ *batchStore }
+
+func (s cutErrs) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	renewed, err := s.mem.RenewBatch(ctx, leases)
+	if err != nil {
+		return nil, err
+	}
+	return renewed, &core.BatchError{Errs: make([]error, len(leases)-1)}
+}
+
+func TestBatchErrorMessage(t *testing.T) {
+	if err := core.NewBatchError(3, nil); err != nil {
+		t.Fatalf("NewBatchError with no failure = %v; want nil", err)
+	}
+	err := core.NewBatchError(3, map[int]error{1: errStoreDown, 2: errStoreDown})
+	var be *core.BatchError
+	if !errors.As(err, &be) || be.Errs[0] != nil || be.Errs[1] != errStoreDown || !errors.Is(err, errStoreDown) {
+		t.Fatalf("NewBatchError = %#v", err)
+	}
+	if got := err.Error(); !strings.Contains(got, "2 of 3") || !strings.Contains(got, errStoreDown.Error()) {
+		t.Fatalf("Error() = %q", got)
 	}
 }

@@ -182,6 +182,9 @@ func (e *Election) ended(lead *Lock, cause error) {
 // from OnAcquired or OnLost; it then does not wait for the campaign or
 // renewal that is running the callback.
 func (e *Election) Stop(ctx context.Context) error {
+	if err := ValidateContext(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	first := !e.stopped
 	e.stopped = true

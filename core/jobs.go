@@ -137,10 +137,11 @@ func (l *Locks) Job(fn func(ctx context.Context) error, opts ...JobOption) (*Job
 		return nil, fmt.Errorf("%w: nil job function", ErrInvalidArgument)
 	}
 	j := &Job{locks: l, fn: fn, ttl: l.ttl}
-	for _, o := range opts {
-		if o != nil {
-			o(j)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: job option %d is nil", ErrInvalidArgument, i)
 		}
+		o(j)
 	}
 	if !j.oneInstance && !j.noOverlap {
 		return nil, fmt.Errorf("%w: a job needs OnOneInstance, WithoutOverlapping or both", ErrInvalidArgument)
@@ -213,6 +214,9 @@ func (j *Job) Func() func() {
 // the run lock (or, without WithoutOverlapping, the lease) and its fencing
 // token. A panic in the job releases the run lock and goes on.
 func (j *Job) Run(ctx context.Context) error {
+	if err := ValidateContext(ctx); err != nil {
+		return err
+	}
 	return j.locks.observed(ctx, Op{Type: OpJobRun, Key: j.key}, j.run)
 }
 

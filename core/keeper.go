@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -224,16 +223,14 @@ func (k *keeper) renewChunk(sent time.Time, chunk []renewal) {
 	ends := k.observeEach(ctx, chunk)
 	renewed, err := k.batch.RenewBatch(ctx, leases)
 	cancel()
-	if err == nil && len(renewed) != len(leases) {
-		// No answer can be trusted: treat it as a failed call.
-		err = fmt.Errorf("%w: RenewBatch answered %d of %d leases", ErrBrokenStore, len(renewed), len(leases))
-	}
+	// A *BatchError answers some leases and fails others: each lock gets
+	// its own answer or its own error, and only the failed ones retry.
+	ok, errs := batchAnswers(len(chunk), renewed, err)
 	for i, r := range chunk {
-		ok := err == nil && renewed[i]
 		if ends != nil {
-			ends[i](ok, err)
+			ends[i](ok[i], errs[i])
 		}
-		k.apply(r, sent, ok, err)
+		k.apply(r, sent, ok[i], errs[i])
 	}
 }
 

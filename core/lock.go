@@ -111,7 +111,7 @@ func (lk *Lock) Done() <-chan struct{} { return lk.ctx.Done() }
 // been neither released nor lost, and ttl minus [SafetyMargin] has not passed
 // since the last renewal the store confirmed was sent.
 func (lk *Lock) Held() bool {
-	if lk.ctx.Err() != nil {
+	if lk == nil || lk.ctx == nil || lk.ctx.Err() != nil {
 		// Released, lost, or the context given to Acquire ended (the
 		// release it triggers may still be on its way).
 		return false

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,14 +48,15 @@ type Locks struct {
 // [EnvInstances] says the service runs as several instances, unless
 // [AllowMemoryStore] is given.
 func New(store LockStore, opts ...Option) (*Locks, error) {
-	if v := reflect.ValueOf(store); store == nil || v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, fmt.Errorf("%w: nil LockStore", ErrInvalidArgument)
+	if err := validStore(store); err != nil {
+		return nil, err
 	}
 	cfg := config{ttl: DefaultTTL}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d of New is nil", ErrInvalidArgument, i)
 		}
+		o(&cfg)
 	}
 	if err := ValidateTTL(cfg.ttl); err != nil {
 		return nil, layer(err, "WithDefaultTTL")
@@ -140,15 +140,23 @@ func (l *Locks) Store() LockStore { return l.store }
 //
 // When the store call fails (a timeout, a lost connection), the store may
 // still have taken the key: the reply, not the request, may be what was
-// lost. Acquire then releases the key, on a best-effort basis within 2s,
-// before it returns the error, so that the key is not held by nobody for a
-// whole ttl.
+// lost. Acquire then releases the key, once within 2s, before it returns
+// the error; if that fails too, it goes on trying in the background while
+// the lease it may have taken could still be live (a ttl from the call),
+// so that the key is free soon after the store answers again instead of
+// held by nobody for the rest of its ttl.
 func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lock, error) {
 	cfg := acquireConfig{ttl: l.ttl, kind: KindLock}
 	if len(opts) > 0 {
-		cfg = cfg.with(opts)
+		var err error
+		if cfg, err = cfg.with(opts); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.check(key, cfg); err != nil {
+		return nil, err
+	}
+	if err := ValidateContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -164,7 +172,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
-			l.releaseUnheld(key, owner, cfg.kind, unknownOutcomeTimeout, err)
+			l.releaseUnknown(key, owner, cfg.kind, sent, cfg.ttl, err)
 			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
 		}
 		if ok {
@@ -191,6 +199,9 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 func (l *Locks) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...AcquireOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	if err := ValidateContext(ctx); err != nil {
+		return err
 	}
 	return l.observed(ctx, Op{Type: OpWithLock, Key: key, Kind: KindLock}, func(ctx context.Context, ran *bool) error {
 		lk, err := l.Acquire(ctx, key, opts...)
@@ -238,7 +249,7 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	if broken != "" || l.closed {
 		closed := l.closed
 		l.mu.Unlock()
-		l.releaseUnheld(key, owner, cfg.kind, releaseTimeout, nil)
+		l.releaseUnheld(key, owner, cfg.kind, releaseTimeout)
 		var err error = &StoreContractError{Key: key, Token: token, Rule: broken}
 		if closed {
 			err = ErrClosed
@@ -256,19 +267,21 @@ func (l *Locks) hold(ctx context.Context, key, owner string, token int64, cfg ac
 	return lk, nil
 }
 
-// unknownOutcomeTimeout bounds the release Acquire sends after a store
-// call that failed: short, since the caller waits for it, and the store is
-// likely in trouble.
-const unknownOutcomeTimeout = 2 * time.Second
-
 // releaseUnheld releases a key that this process may hold in the store but
-// must not keep (a grant it refused, or an acquisition whose outcome is
-// unknown), within timeout. No Lock holds it, so the keeper never sees it.
-// acquireErr is the error of the acquire whose outcome is unknown, if that
-// is why: when the release fails the same way, and neither timed out, the
-// store ran neither (a missing table, a refused connection), nothing was
-// taken, and there is nothing to warn about.
-func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration, acquireErr error) {
+// must not keep (a grant it refused), within timeout. No Lock holds it, so
+// the keeper never sees it.
+func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Duration) {
+	released, err := l.releaseOnce(key, owner, kind, timeout)
+	switch {
+	case err != nil:
+		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
+	case released:
+		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
+	}
+}
+
+// releaseOnce sends one release of key for owner, within timeout.
+func (l *Locks) releaseOnce(key, owner string, kind LockKind, timeout time.Duration) (bool, error) {
 	// Not cancelled with base: a grant that raced Close arrives after Close
 	// cancelled it, and must still be released.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.base), timeout)
@@ -276,16 +289,7 @@ func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Dur
 	ctx, end := l.observe(ctx, Op{Type: OpRelease, Key: key, Kind: kind})
 	released, err := l.store.Release(ctx, key, owner)
 	end(released, err)
-	switch {
-	case err != nil && acquireErr != nil && sameRefusal(acquireErr, err):
-		l.log.Debug("leasehold: the store refused an acquire and its release alike; nothing was taken", "key", key, "err", err)
-	case err != nil && acquireErr != nil:
-		l.log.Warn("leasehold: could not release what a failed acquire may have taken; the key may stay held until its ttl", "key", key, "err", err, "acquire_err", acquireErr)
-	case err != nil:
-		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
-	case released:
-		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
-	}
+	return released, err
 }
 
 // sameRefusal reports whether two store errors say the same thing and
@@ -310,6 +314,9 @@ func sameRefusal(a, b error) bool {
 // (renewed once for that long, not waited for), so that instances firing
 // the same tick a little later skip it.
 func (l *Locks) Close(ctx context.Context) error {
+	if err := ValidateContext(ctx); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

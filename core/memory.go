@@ -68,7 +68,7 @@ func (s *MemoryStore) live(key string, now time.Time) *memoryEntry {
 
 // Acquire implements [LockStore].
 func (s *MemoryStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := errContext(ctx); err != nil {
 		return 0, false, err
 	}
 	s.mu.Lock()
@@ -90,7 +90,7 @@ func (s *MemoryStore) Acquire(ctx context.Context, key, owner string, ttl time.D
 
 // Renew implements [LockStore].
 func (s *MemoryStore) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := errContext(ctx); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -119,7 +119,7 @@ func (s *MemoryStore) MaxBatch() int { return memoryMaxBatch }
 // store's mutex. More than [MemoryStore.MaxBatch] leases is an error
 // matching [ErrInvalidArgument].
 func (s *MemoryStore) RenewBatch(ctx context.Context, leases []Lease) ([]bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := errContext(ctx); err != nil {
 		return nil, err
 	}
 	if len(leases) > memoryMaxBatch {
@@ -138,7 +138,7 @@ func (s *MemoryStore) RenewBatch(ctx context.Context, leases []Lease) ([]bool, e
 // Release implements [LockStore]. The entry stays, owner cleared, as the
 // key's token floor.
 func (s *MemoryStore) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := errContext(ctx); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
@@ -153,7 +153,7 @@ func (s *MemoryStore) Release(ctx context.Context, key, owner string) (bool, err
 
 // List implements [Lister].
 func (s *MemoryStore) List(ctx context.Context, prefix string) ([]LockInfo, error) {
-	if err := ctx.Err(); err != nil {
+	if err := errContext(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -178,4 +178,12 @@ func (s *MemoryStore) ResetTokens(context.Context) error {
 	defer s.mu.Unlock()
 	s.next = 0
 	return nil
+}
+
+// errContext is ctx's error, or the error of a nil ctx.
+func errContext(ctx context.Context) error {
+	if err := ValidateContext(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

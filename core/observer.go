@@ -37,12 +37,12 @@ type Observer interface {
 
 // WithObserver adds an [Observer] to the instance. Several may be added:
 // each sees every operation, in the order given, and each one's context
-// is passed to the next.
+// is passed to the next. A nil Observer adds nothing.
 func WithObserver(o Observer) Option {
-	if o == nil {
-		return nil
-	}
 	return func(c *config) {
+		if o == nil {
+			return
+		}
 		switch prev := c.observer.(type) {
 		case nil:
 			c.observer = o

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -65,17 +66,21 @@ type acquireConfig struct {
 // with returns c with opts applied. An option is a function the compiler
 // cannot see into, so the config it is handed escapes to the heap: it is
 // one of a pool's, so that options cost no allocation per Acquire.
-func (c acquireConfig) with(opts []AcquireOption) acquireConfig {
+// A nil option is an error matching [ErrInvalidArgument].
+func (c acquireConfig) with(opts []AcquireOption) (acquireConfig, error) {
+	for i, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: acquire option %d is nil", ErrInvalidArgument, i)
+		}
+	}
 	p := configPool.Get().(*acquireConfig)
 	*p = c
 	for _, o := range opts {
-		if o != nil {
-			o(p)
-		}
+		o(p)
 	}
 	c = *p
 	configPool.Put(p)
-	return c
+	return c, nil
 }
 
 var configPool = sync.Pool{New: func() any { return new(acquireConfig) }}

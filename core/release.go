@@ -24,7 +24,14 @@ const MinHold = time.Second
 // cancelled request still frees the key. Releasing twice is a no-op. It
 // returns the [*LockLostError] if the lock was lost before it was released,
 // because the work it protected may not have been alone.
-func (lk *Lock) Release(ctx context.Context) error { return lk.locks.keeper.release(ctx, lk, 0) }
+//
+// A nil lock or a nil ctx is an error matching [ErrInvalidArgument].
+func (lk *Lock) Release(ctx context.Context) error {
+	if err := lk.validEnd(ctx); err != nil {
+		return err
+	}
+	return lk.locks.keeper.release(ctx, lk, 0)
+}
 
 // HandBack ends the lock like [Lock.Release], except that the key stays
 // taken in the store until hold has passed since the lock was acquired:
@@ -37,7 +44,18 @@ func (lk *Lock) Release(ctx context.Context) error { return lk.locks.keeper.rele
 // Hand back with [MinHold] a lock taken for one run of a scheduled job, so
 // that instances firing the same tick a little later skip it.
 func (lk *Lock) HandBack(ctx context.Context, hold time.Duration) error {
+	if err := lk.validEnd(ctx); err != nil {
+		return err
+	}
 	return lk.locks.keeper.release(ctx, lk, lk.holdLeft(lk.acquired, hold))
+}
+
+// validEnd refuses to end a nil lock, or with a nil ctx.
+func (lk *Lock) validEnd(ctx context.Context) error {
+	if lk == nil || lk.locks == nil {
+		return fmt.Errorf("%w: nil *Lock", ErrInvalidArgument)
+	}
+	return ValidateContext(ctx)
 }
 
 // release ends lk, released, and tells the store. With after > 0 it hands

@@ -75,3 +75,15 @@ type Lister interface {
 	// List returns the live locks whose key starts with prefix, ordered by key.
 	List(ctx context.Context, prefix string) ([]LockInfo, error)
 }
+
+// Validator is implemented by stores that can tell whether they can work:
+// a store's zero value, or one made without its constructor, typically
+// has no connection to use. [New] refuses a store whose Valid returns an
+// error, with an error matching [ErrInvalidArgument], so that such a store
+// fails at start-up instead of panicking at its first call. Valid must not
+// touch the store's server, and must not panic on the zero value (nor on
+// a nil pointer receiver).
+type Validator interface {
+	// Valid returns nil if the store can be used, else why not.
+	Valid() error
+}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +70,110 @@ type failingRelease struct{ core.LockStore }
 
 func (failingRelease) Release(context.Context, string, string) (bool, error) {
 	return false, errStoreDown
+}
+
+// downRelease fails every Release while down is set, and reports each
+// call on calls.
+type downRelease struct {
+	core.LockStore
+	clock core.Clock
+	mu    sync.Mutex
+	down  bool
+	calls chan time.Time
+}
+
+func (s *downRelease) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	defer func() { s.calls <- s.clock.Now() }()
+	if down {
+		return false, errStoreDown
+	}
+	return s.LockStore.Release(ctx, key, owner)
+}
+
+func (s *downRelease) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+// TestAmbiguousAcquireKeepsReleasing: when the release after an unknown
+// outcome fails too, releases go on while the lease could be live, so the
+// key is free within unknownRetryDelay (50ms) of the store answering
+// again, not when its ttl ends.
+func TestAmbiguousAcquireKeepsReleasing(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	store := &downRelease{LockStore: lostReply{mem}, clock: clock, down: true, calls: make(chan time.Time, 100)}
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(10*time.Second)); !errors.Is(err, errReplyLost) {
+		t.Fatalf("Acquire: %v; want the store's error", err)
+	}
+	<-store.calls  // the first release, which failed
+	for range 60 { // 3s of a store that is down
+		step(t, clock)
+		<-store.calls
+	}
+	if holder(t, mem, "k") == "" {
+		t.Fatal("the key is free while the store refused every release")
+	}
+	store.setDown(false)
+	back := clock.Now()
+	step(t, clock)
+	<-store.calls
+	if h := holder(t, mem, "k"); h != "" {
+		t.Fatalf("%v after the store answered again, the key is still held by %s", clock.Now().Sub(back), h)
+	}
+}
+
+// TestAmbiguousAcquireStopsAtTTL: a store that never answers again gets
+// releases until the lease the acquisition may have taken has ended, and
+// none after.
+func TestAmbiguousAcquireStopsAtTTL(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	store := &downRelease{LockStore: lostReply{mem}, clock: clock, down: true, calls: make(chan time.Time, 100)}
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
+	ttl := time.Second
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(ttl)); !errors.Is(err, errReplyLost) {
+		t.Fatalf("Acquire: %v; want the store's error", err)
+	}
+	last, tries := <-store.calls, 1
+	for sleeping(clock) {
+		clock.Advance(50 * time.Millisecond)
+		select {
+		case last = <-store.calls:
+			tries++
+		case <-time.After(time.Second): // woke up past the ttl, and gave up
+		}
+	}
+	if tries < int(ttl/(50*time.Millisecond))-1 {
+		t.Fatalf("%d releases within the ttl; want one every 50ms", tries)
+	}
+	if !last.Before(t0.Add(ttl)) {
+		t.Fatalf("last release at %v; want none from the ttl's end (%v) on", last.Sub(t0), ttl)
+	}
+}
+
+// sleeping waits for the background releases to sleep on clock, and
+// reports false if they have ended instead.
+func sleeping(clock *core.ManualClock) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if clock.Pending() == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// step advances clock by the 50ms between background releases, once they
+// sleep on it.
+func step(t *testing.T, clock *core.ManualClock) {
+	t.Helper()
+	if !sleeping(clock) {
+		t.Fatal("the background releases ended")
+	}
+	clock.Advance(50 * time.Millisecond)
 }

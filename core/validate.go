@@ -1,7 +1,9 @@
 package core
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,6 +36,49 @@ func ValidateKey(key string) error {
 func ValidateTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond || ttl%time.Millisecond != 0 {
 		return fmt.Errorf("%w: %v (want a whole number of milliseconds, at least 1ms)", ErrInvalidTTL, ttl)
+	}
+	return nil
+}
+
+// ValidateContext reports a nil ctx as an error matching
+// [ErrInvalidArgument]. Every method of leasehold that takes a context
+// refuses a nil one this way instead of panicking; stores may call it at
+// their entry points.
+func ValidateContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context.Context", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateHandle reports, as an error matching [ErrInvalidArgument] that
+// names what, a handle that cannot be used because it is nil: a nil
+// interface, or an interface holding a nil pointer, map, slice, channel or
+// function (a typed nil, such as a (*pgxpool.Pool)(nil) passed as an
+// interface). Drivers check their handles with it in their constructors.
+func ValidateHandle(what string, h any) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil %s", ErrInvalidArgument, what)
+	}
+	switch v := reflect.ValueOf(h); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		if v.IsNil() {
+			return fmt.Errorf("%w: nil %s (%T)", ErrInvalidArgument, what, h)
+		}
+	}
+	return nil
+}
+
+// validStore reports a store [New] cannot use: nil, a typed nil, or one
+// whose Valid method (see [Validator]) says it cannot work.
+func validStore(store LockStore) error {
+	if err := ValidateHandle("LockStore", store); err != nil {
+		return err
+	}
+	if v, ok := store.(Validator); ok {
+		if err := v.Valid(); err != nil {
+			return fmt.Errorf("%w: %T cannot be used: %w", ErrInvalidArgument, store, err)
+		}
 	}
 	return nil
 }

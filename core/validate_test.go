@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -78,15 +79,6 @@ func TestBadInputs(t *testing.T) {
 			t.Fatal("WithLock(nil) took the lock")
 		}
 	})
-	t.Run("nil options", func(t *testing.T) {
-		noPanic(t, "Acquire", func() {
-			lk, err := locks.Acquire(context.Background(), "nil-opts", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lk.Release(context.Background())
-		})
-	})
 }
 
 func TestGoodInputs(t *testing.T) {
@@ -147,9 +139,9 @@ func TestNewBadInputs(t *testing.T) {
 			}
 		})
 	}
-	// Nil options and nil clock or logger fall back to the defaults.
+	// A nil clock or logger falls back to the default.
 	noPanic(t, "New", func() {
-		l, err := core.New(core.NewMemoryStore(), nil, core.WithClock(nil), core.WithLogger(discard))
+		l, err := core.New(core.NewMemoryStore(), core.WithClock(nil), core.WithLogger(discard))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,3 +177,67 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestBadHandles walks core's constructors and entry points with what they
+// cannot use: each must answer an error matching ErrInvalidArgument, and
+// none may panic or reach the store.
+func TestBadHandles(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	store := core.NewMemoryStore(core.WithMemoryClock(clock))
+	spy := newSpy(store, clock)
+	locks := coretest.NewLocks(t, spy, core.WithClock(clock))
+	job, err := locks.Job(func(context.Context) error { return nil }, core.WithJobKey("j"), core.OnOneInstance())
+	if err != nil {
+		t.Fatal(err)
+	}
+	election, err := locks.Elect("e", core.Campaign{OnAcquired: func(*core.Lock) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer election.Stop(context.Background())
+	//nolint:staticcheck // a nil context is what these cells pass
+	var nilCtx context.Context
+	var nilLock *core.Lock
+	fn := func(context.Context) error { return nil }
+	calls := coretest.BadHandles{
+		"New(nil)":             func() error { _, err := core.New(nil); return err },
+		"New(typed nil)":       func() error { _, err := core.New((*core.MemoryStore)(nil)); return err },
+		"New(invalid store)":   func() error { _, err := core.New(invalidStore{store}); return err },
+		"New(nil option)":      func() error { _, err := core.New(store, nil); return err },
+		"Acquire(nil ctx)":     func() error { _, err := locks.Acquire(nilCtx, "k"); return err },
+		"Acquire(nil option)":  func() error { _, err := locks.Acquire(context.Background(), "k", nil); return err },
+		"WithLock(nil ctx)":    func() error { return locks.WithLock(nilCtx, "k", fn) },
+		"WithLock(nil option)": func() error { return locks.WithLock(context.Background(), "k", fn, nil) },
+		"Job(nil option)": func() error {
+			_, err := locks.Job(fn, core.WithJobKey("j2"), core.OnOneInstance(), nil)
+			return err
+		},
+		"Job.Run(nil ctx)":       func() error { return job.Run(nilCtx) },
+		"Election.Stop(nil ctx)": func() error { return election.Stop(nilCtx) },
+		"Close(nil ctx)":         func() error { return locks.Close(nilCtx) },
+		"(*Lock)(nil).Release":   func() error { return nilLock.Release(context.Background()) },
+		"(*Lock)(nil).HandBack":  func() error { return nilLock.HandBack(context.Background(), time.Second) },
+		"Lock.Release(nil ctx)": func() error {
+			lk, err := locks.Acquire(context.Background(), "held")
+			if err != nil {
+				return err
+			}
+			defer lk.Release(context.Background())
+			return lk.Release(nilCtx)
+		},
+	}
+	maps.Copy(calls, coretest.StoreBadHandles("MemoryStore", store, nil))
+	before := spy.count("acquire")
+	coretest.CheckBadHandles(t, calls)
+	if n := spy.count("acquire") - before; n != 1 { // the one lock Lock.Release(nil ctx) takes
+		t.Errorf("bad handles reached the store: %d acquires, want 1", n)
+	}
+	if nilLock.Held() {
+		t.Error("a nil lock is held")
+	}
+}
+
+// invalidStore says, through core.Validator, that it cannot be used.
+type invalidStore struct{ core.LockStore }
+
+func (invalidStore) Valid() error { return errors.New("made without its constructor") }

@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -36,21 +37,22 @@ var driver = sqlstore.Driver{Name: pkg, Placeholder: sqlstore.Question}
 // New does not touch the database: call [sqlstore.Store.Migrate] (or
 // register [RegisterMigration]) before the first lock.
 func New(db bun.IDB, opts ...sqlstore.Option) (*Store, error) {
+	if err := core.ValidateHandle("bun.IDB", db); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg, err)
+	}
 	switch db := db.(type) {
-	case nil:
-		return nil, fmt.Errorf("%s: nil bun.IDB: %w", pkg, core.ErrInvalidArgument)
-	case *bun.DB:
-		if db == nil {
-			return nil, fmt.Errorf("%s: nil *bun.DB: %w", pkg, core.ErrInvalidArgument)
-		}
-	case *bun.Conn:
-		if db == nil {
-			return nil, fmt.Errorf("%s: nil *bun.Conn: %w", pkg, core.ErrInvalidArgument)
+	case *bun.DB, *bun.Conn, bun.Conn:
+		if unopened(db) {
+			return nil, fmt.Errorf("%s: %T not made by bun (bun.NewDB, db.Conn): %w", pkg, db, core.ErrInvalidArgument)
 		}
 	case bun.Tx, *bun.Tx:
 		return nil, fmt.Errorf("%s: %T: %w", pkg, db, sqlstore.ErrTransaction)
 	}
-	dn := db.Dialect().Name()
+	dl := db.Dialect()
+	if dl == nil {
+		return nil, fmt.Errorf("%s: %T has no dialect: %w", pkg, db, core.ErrInvalidArgument)
+	}
+	dn := dl.Name()
 	d, err := sqlstore.DialectNamed(dn.String())
 	if err != nil {
 		return nil, fmt.Errorf("%s: bun dialect: %w", pkg, err)
@@ -61,6 +63,24 @@ func New(db bun.IDB, opts ...sqlstore.Option) (*Store, error) {
 		return nil, err
 	}
 	return &Store{s}, nil
+}
+
+// unopened reports a *bun.DB or bun.Conn that bun did not make (a zero
+// value), whose methods would dereference nil: bun sets every pointer
+// field of both. It keeps them unexported (a *bun.DB's state, a Conn's
+// *bun.DB), so they are looked at by reflection, which reads whether they
+// are nil without touching what they point to.
+func unopened(db bun.IDB) bool {
+	v := reflect.ValueOf(db)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && f.IsNil() {
+			return true
+		}
+	}
+	return false
 }
 
 // literalFor returns how a string argument is handed to bun's formatter on

@@ -41,8 +41,8 @@ type ClientTx interface {
 // [New], NewFromClient cannot tell the two apart. Prefer New wherever the
 // driver is at hand.
 func NewFromClient[T ClientTx](c Client[T], dialectName string, opts ...sqlstore.Option) (*Store, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%s: nil Client: %w", name, core.ErrInvalidArgument)
+	if err := core.ValidateHandle("Client", c); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if _, ok := c.(interface{ Commit() error }); ok {
 		return nil, fmt.Errorf("%s: %T: %w", name, c, sqlstore.ErrTransaction)

@@ -63,6 +63,9 @@ func New(drv dialect.Driver, opts ...sqlstore.Option) (*Store, error) {
 // can begin transactions. It looks through [dialect.Debug].
 func checkDriver(drv dialect.Driver) (begins bool, err error) {
 	for {
+		if err := core.ValidateHandle("dialect.Driver", drv); err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
 		switch d := drv.(type) {
 		case nil:
 			return false, fmt.Errorf("%s: nil dialect.Driver: %w", name, core.ErrInvalidArgument)

@@ -77,15 +77,23 @@ type heldLease struct {
 }
 
 // New returns a store on cli with the default options.
+//
+// A nil cli, or one clientv3.New did not make (a zero value), gives a
+// store that cannot work: [core.New] refuses it (see [Store.Valid]), and
+// its methods answer errors matching [core.ErrInvalidArgument].
 func New(cli *clientv3.Client) *Store { return NewWithOptions(cli, Options{}) }
 
-// NewWithOptions returns a store on cli.
+// NewWithOptions returns a store on cli. A nil or zero cli is answered as
+// by [New].
 func NewWithOptions(cli *clientv3.Client, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
 	if opts.MinTTL <= 0 {
 		opts.MinTTL = DefaultMinTTL
+	}
+	if cli == nil || cli.ActiveConnection() == nil {
+		return &Store{prefix: opts.Prefix, minTTL: opts.MinTTL}
 	}
 	return &Store{
 		cli:    cli,
@@ -97,8 +105,32 @@ func NewWithOptions(cli *clientv3.Client, opts Options) *Store {
 	}
 }
 
+// Valid implements [core.Validator]: a store on a nil client, or on one
+// clientv3.New did not make, or a zero Store, cannot work.
+func (s *Store) Valid() error {
+	if s == nil || s.cli == nil || s.leases == nil {
+		return errors.New("etcdstore: no connected *clientv3.Client (pass the one clientv3.New returned to New)")
+	}
+	return nil
+}
+
+// usable refuses a call on a store that cannot work, or with a nil ctx,
+// with an error matching [core.ErrInvalidArgument].
+func (s *Store) usable(ctx context.Context) error {
+	if err := s.Valid(); err != nil {
+		return fmt.Errorf("%w: %w", core.ErrInvalidArgument, err)
+	}
+	if err := core.ValidateContext(ctx); err != nil {
+		return fmt.Errorf("etcdstore: %w", err)
+	}
+	return nil
+}
+
 // String names the store and its endpoints.
 func (s *Store) String() string {
+	if s.Valid() != nil {
+		return "etcd (no client)"
+	}
 	return fmt.Sprintf("etcd %s (prefix %q)", strings.Join(s.cli.Endpoints(), ","), s.prefix)
 }
 
@@ -132,6 +164,9 @@ func (s *Store) ExpiryPrecision(ttl time.Duration) time.Duration {
 // revoked: a key attached to it goes with it, so nothing stays locked by an
 // acquisition that answered no or failed.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, false, err
+	}
 	sent := time.Now()
 	grant, err := s.cli.Grant(ctx, leaseSeconds(ttl))
 	if err != nil {
@@ -236,6 +271,9 @@ func (s *Store) forget(key, owner string) {
 // key to a new lease of that ttl, in a transaction that checks the key is
 // still the owner's, on the old lease.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
 	h, ok, err := s.leaseOf(ctx, key, owner)
 	if err != nil {
 		return false, fmt.Errorf("etcdstore: renew %q: %w", key, err)
@@ -306,6 +344,9 @@ func (s *Store) moveLease(ctx context.Context, key, owner string, old clientv3.L
 // entry. A lease that no longer exists (the lock expired or was released)
 // answers false.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
 	h, ok, err := s.leaseOf(ctx, key, owner)
 	if err != nil {
 		return false, fmt.Errorf("etcdstore: release %q: %w", key, err)

@@ -65,9 +65,10 @@ var driver = sqlstore.Driver{Name: "pgxstore", Placeholder: sqlstore.Dollar}
 // lock taken in an uncommitted transaction is invisible to other instances
 // and vanishes at rollback.
 func New(db DB, opts ...sqlstore.Option) (Store, error) {
+	if err := core.ValidateHandle("DB", db); err != nil {
+		return Store{}, fmt.Errorf("pgxstore: %w", err)
+	}
 	switch db.(type) {
-	case nil:
-		return Store{}, fmt.Errorf("pgxstore: nil DB: %w", core.ErrInvalidArgument)
 	case pgx.Tx:
 		return Store{}, fmt.Errorf("pgxstore: %T: %w", db, sqlstore.ErrTransaction)
 	}

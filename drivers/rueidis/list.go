@@ -44,6 +44,9 @@ func (s *Store) scan(ctx context.Context, pattern string, fn func(name string)) 
 // on the escaped prefix, then reads each lock with one read-only script
 // (all of them in one pipeline), skipping those that ended meanwhile.
 func (s *Store) List(ctx context.Context, prefix string) ([]core.LockInfo, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	fail := func(err error) ([]core.LockInfo, error) {
 		return nil, fmt.Errorf("rueidisstore: list %q: %w", prefix, err)
 	}
@@ -123,6 +126,9 @@ func lockInfo(key string, res rueidis.RedisResult) (core.LockInfo, bool, error) 
 // went back. It is for tests (the conformance kit proves the tokens keep
 // growing with it); never call it on a live system.
 func (s *Store) ResetTokens(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	var floors []string
 	err := s.scan(ctx, s.floorPattern(), func(name string) {
 		if _, ok := s.lockKey(strings.TrimSuffix(name, floorSuffix)); ok {

@@ -104,13 +104,20 @@ func (sc script) mark(cmd rueidis.Completed) rueidis.Completed {
 	return cmd
 }
 
-// run runs the script on c.
+// run runs the script on c. A script Redis refused without running it
+// (TRYAGAIN, CLUSTERDOWN, LOADING: see [ErrNotRun]) is sent again until
+// ctx ends; rueidis does so itself for retryable scripts only, since
+// after a connection error a script may have run.
 func (sc script) run(ctx context.Context, c rueidis.CommandClient, keys []string, args ...string) rueidis.RedisResult {
-	res := c.Do(ctx, sc.evalsha(c, keys, args...))
-	if noScript(res.Error()) {
-		res = c.Do(ctx, sc.eval(c, keys, args...))
+	for attempt := 0; ; attempt++ {
+		res := c.Do(ctx, sc.evalsha(c, keys, args...))
+		if noScript(res.Error()) {
+			res = c.Do(ctx, sc.eval(c, keys, args...))
+		}
+		if !again(ctx, res, attempt) {
+			return res
+		}
 	}
-	return res
 }
 
 func noScript(err error) bool {

@@ -71,14 +71,15 @@ var ErrNotReplicated = errors.New("rueidisstore: acquisition not acknowledged by
 // The server must be Redis 7.0 or newer, or Valkey 7.2 or newer, with
 // maxmemory-policy noeviction (see docs/redis.md).
 func New(client rueidis.Client, opts ...Option) (*Store, error) {
-	if client == nil {
-		return nil, fmt.Errorf("rueidisstore: nil client: %w", core.ErrInvalidArgument)
+	if err := core.ValidateHandle("rueidis.Client", client); err != nil {
+		return nil, fmt.Errorf("rueidisstore: %w", err)
 	}
 	s := &Store{client: client, prefix: DefaultPrefix, retention: DefaultFloorRetention}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(s)
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("rueidisstore: option %d is nil: %w", i, core.ErrInvalidArgument)
 		}
+		opt(s)
 	}
 	if err := checkPrefix(s.prefix); err != nil {
 		return nil, err
@@ -95,9 +96,29 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// Valid implements [core.Validator]: a Store is usable only as [New]
+// makes it, so [core.New] refuses a zero value.
+func (s *Store) Valid() error {
+	if s == nil || s.client == nil || s.prefix == "" {
+		return errors.New("rueidisstore: not made by New")
+	}
+	return nil
+}
+
+// checkCtx refuses a nil ctx, as an error matching [core.ErrInvalidArgument].
+func checkCtx(ctx context.Context) error {
+	if err := core.ValidateContext(ctx); err != nil {
+		return fmt.Errorf("rueidisstore: %w", err)
+	}
+	return nil
+}
+
 // String describes the store, for start-up logs: the client's mode and the
 // key prefix (never an address or a credential).
 func (s *Store) String() string {
+	if s.Valid() != nil {
+		return "rueidisstore (not made by New)"
+	}
 	return fmt.Sprintf("rueidisstore (%s, prefix %q)", s.client.Mode(), s.prefix)
 }
 
@@ -116,6 +137,9 @@ func opError(op, key string, err error) error {
 // an acquisition too few replicas acknowledged is an error too, released
 // the same way. A caller of the store itself releases after an error.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if ctx == nil {
+		return 0, false, checkCtx(ctx)
+	}
 	a := s.args(key, ttl)
 	var res, wait rueidis.RedisResult
 	if s.replicas > 0 {
@@ -128,7 +152,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		err = fmt.Errorf("the acquire script returned %d", token)
 	}
 	if err != nil {
-		return 0, false, opError("acquire", key, err)
+		return 0, false, opError("acquire", key, typed(err))
 	}
 	if token > 0 && s.replicas > 0 {
 		acked, err := wait.AsInt64()
@@ -159,10 +183,13 @@ func (s *Store) acquireWithWait(ctx context.Context, a lockArgs, owner string) (
 // Renew implements [core.LockStore]. It also moves the floor key's expiry,
 // so the floor outlives the lock by the retention.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, checkCtx(ctx)
+	}
 	a := s.args(key, ttl)
 	n, err := renewScript.run(ctx, s.client, []string{a.lock, a.floor}, owner, a.ttl, a.floorTTL).AsInt64()
 	if err != nil {
-		return false, opError("renew", key, err)
+		return false, opError("renew", key, typed(err))
 	}
 	return n == 1, nil
 }
@@ -170,9 +197,12 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // Release implements [core.LockStore]. The floor key stays, so the key's
 // next token is greater than this lock's.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
+	if ctx == nil {
+		return false, checkCtx(ctx)
+	}
 	n, err := releaseScript.run(ctx, s.client, []string{s.args(key, 0).lock}, owner).AsInt64()
 	if err != nil {
-		return false, opError("release", key, err)
+		return false, opError("release", key, typed(err))
 	}
 	return n == 1, nil
 }

@@ -37,6 +37,9 @@ func (s *Store) MaxBatch() int { return s.d.maxBatch }
 // [core.ErrInvalidArgument]; an error fails the whole batch, and any lease
 // of it may or may not have been renewed.
 func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	if err := s.checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if len(leases) > s.MaxBatch() {
 		return nil, fmt.Errorf("%s: %d leases in one batch, more than MaxBatch %d: %w", s.name, len(leases), s.MaxBatch(), core.ErrInvalidArgument)
 	}

@@ -28,9 +28,6 @@ type sqlBeginner interface {
 // New returns a Store over db in dialect d. It does not touch the database:
 // call [Store.Migrate] (or run [SchemaSQL] yourself) before the first lock.
 func New(db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
-	if db == nil {
-		return nil, fmt.Errorf("sqlstore: nil *sql.DB: %w", core.ErrInvalidArgument)
-	}
 	return NewFromQuerier(db, d, opts...)
 }
 
@@ -41,11 +38,16 @@ func New(db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 // [ErrTransaction]: a lock taken inside an uncommitted transaction excludes
 // nobody.
 func NewFromQuerier(q Querier, d Dialect, opts ...Option) (*Store, error) {
+	o, err := newOptions(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := core.ValidateHandle("Querier", q); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name, err)
+	}
 	switch q := q.(type) {
-	case nil:
-		return nil, fmt.Errorf("%s: nil Querier: %w", newOptions(d, opts).name, core.ErrInvalidArgument)
 	case *sql.Tx:
-		return nil, fmt.Errorf("%s: %T: %w", newOptions(d, opts).name, q, ErrTransaction)
+		return nil, fmt.Errorf("%s: %T: %w", o.name, q, ErrTransaction)
 	case sqlBeginner:
 		return NewWithExecutor(sqlTransactor{sqlExecutor{q}, q}, d, opts...)
 	}

@@ -46,7 +46,8 @@ type options struct {
 	name        string
 }
 
-// WithTable sets the name of the locks table (default [DefaultTable]). The
+// WithTable sets the name of the locks table (default [DefaultTable], which
+// an empty name also means, and [Store.Table] then reports). The
 // other objects of the schema are named after it: the PostgreSQL sequence
 // <table>_token_seq, the MySQL and SQLite counter table <table>_counter
 // and the SQLite triggers <table>_token_insert and <table>_token_update. The
@@ -65,15 +66,26 @@ func WithPlaceholder(p Placeholder) Option { return func(o *options) { o.placeho
 // reads "gormstore: ..." in their logs.
 func WithName(name string) Option { return func(o *options) { o.name = name } }
 
-// newOptions applies opts to the defaults of dialect d.
-func newOptions(d Dialect, opts []Option) options {
+// newOptions applies opts to the defaults of dialect d. An empty table
+// name means the default; a nil option is an error matching
+// [core.ErrInvalidArgument].
+func newOptions(d Dialect, opts []Option) (options, error) {
 	o := options{table: DefaultTable, placeholder: d.placeholder, name: "sqlstore"}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+	var err error
+	for i, opt := range opts {
+		if opt == nil {
+			err = fmt.Errorf("option %d is nil: %w", i, core.ErrInvalidArgument)
+			continue
 		}
+		opt(&o)
 	}
-	return o
+	if o.table == "" {
+		o.table = DefaultTable
+	}
+	if err != nil {
+		return o, fmt.Errorf("%s: %w", o.name, err)
+	}
+	return o, nil
 }
 
 // NewWithExecutor returns a Store that runs dialect d's statements through
@@ -82,9 +94,12 @@ func newOptions(d Dialect, opts []Option) options {
 // without it. If e is a [RetryClassifier], it classifies errors; otherwise
 // [Retryable] does. It does not touch the database.
 func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
-	o := newOptions(d, opts)
-	if e == nil {
-		return nil, fmt.Errorf("%s: nil Executor: %w", o.name, core.ErrInvalidArgument)
+	o, err := newOptions(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := core.ValidateHandle("Executor", e); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name, err)
 	}
 	t, err := d.templates(o.table)
 	if err != nil {
@@ -106,8 +121,29 @@ func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// Valid implements [core.Validator]: a Store is usable only as its
+// constructors make it, so [core.New] refuses a zero value (or a driver's
+// Store whose engine is nil).
+func (s *Store) Valid() error {
+	if s == nil || s.exec == nil || s.name == "" {
+		return errors.New("sqlstore: not made by a constructor (New, NewFromQuerier, NewWithExecutor or a driver's New)")
+	}
+	return nil
+}
+
+// checkCtx refuses a nil ctx, as an error matching [core.ErrInvalidArgument].
+func (s *Store) checkCtx(ctx context.Context) error {
+	if err := core.ValidateContext(ctx); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
 // String describes the store, for start-up logs.
 func (s *Store) String() string {
+	if s.Valid() != nil {
+		return "sqlstore (not made by a constructor)"
+	}
 	return fmt.Sprintf("%s (%s, table %s)", s.name, s.d.name, s.table)
 }
 
@@ -135,6 +171,9 @@ func (s *Store) fail(err error) error {
 // instead of colliding on the catalog; a handle that cannot begin
 // transactions is an error there.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := s.migrate(ctx); err != nil {
 		return fmt.Errorf("%s: migrate %s table %s: %w", s.name, s.d.name, s.table, err)
 	}
@@ -170,6 +209,9 @@ func (s *Store) migrate(ctx context.Context) error {
 // for tests (the conformance kit proves the floors with it); never call it
 // on a live system.
 func (s *Store) ResetTokens(ctx context.Context) error {
+	if err := s.checkCtx(ctx); err != nil {
+		return err
+	}
 	if _, err := s.exec.Exec(ctx, s.st.reset.sql, nil); err != nil {
 		return s.fail(err)
 	}
@@ -179,6 +221,9 @@ func (s *Store) ResetTokens(ctx context.Context) error {
 // Acquire implements [core.LockStore]. Keys and ttls are trusted: core
 // validates them before any store call.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if ctx == nil {
+		return 0, false, s.checkCtx(ctx)
+	}
 	v := values{key: key, owner: owner, ttlMillis: ttl.Milliseconds(), ttl: s.ttlArg(ttl)}
 	var (
 		token int64
@@ -275,6 +320,9 @@ func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err e
 
 // Renew implements [core.LockStore].
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, s.checkCtx(ctx)
+	}
 	ok, err := s.execOne(ctx, s.st.renew, values{key: key, owner: owner, ttlMillis: ttl.Milliseconds(), ttl: s.ttlArg(ttl)})
 	if err != nil {
 		return false, s.fail(err)
@@ -285,6 +333,9 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // Release implements [core.LockStore]. The row stays, owner cleared, as the
 // key's token floor.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
+	if ctx == nil {
+		return false, s.checkCtx(ctx)
+	}
 	ok, err := s.execOne(ctx, s.st.release, values{key: key, owner: owner})
 	if err != nil {
 		return false, s.fail(err)
@@ -295,6 +346,9 @@ func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
 // List implements [core.Lister]: the live locks whose key starts with
 // prefix, ordered by key (byte order).
 func (s *Store) List(ctx context.Context, prefix string) ([]core.LockInfo, error) {
+	if err := s.checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	var out []core.LockInfo
 	err := s.exec.Query(ctx, s.st.list.sql, s.st.list.args(values{prefix: prefix}), func(r Row) error {
 		var (
