@@ -13,7 +13,7 @@
 // internal/testserver skips says so with the prefix "testserver: " (see
 // testserver.SkipPrefix); a Ginkgo suite run by testserver.RunSuite prints
 // one "testserver: suite" line with its counts. Each package's test binary
-// has a timeout (-timeout, 10 minutes unless given), after which go test
+// has a timeout (-timeout, 30 minutes unless given), after which go test
 // fails it with the stacks of its goroutines. The exit status is go
 // test's: 0 when everything passed.
 package main
@@ -63,7 +63,7 @@ func main() {
 	args := []string{"test", "-race", "-json"}
 	user := os.Args[1:]
 	if !slices.ContainsFunc(user, func(a string) bool { return strings.HasPrefix(a, "-timeout") }) {
-		args = append(args, "-timeout=10m")
+		args = append(args, "-timeout=30m")
 	}
 	args = append(args, user...)
 	if !slices.ContainsFunc(user, func(a string) bool { return !strings.HasPrefix(a, "-") && strings.Contains(a, "/") || a == "work" }) {
