@@ -15,7 +15,7 @@ type Option func(*Store)
 type Store struct{ core.LockStore }
 
 func New(c *Client, opts ...Option) (*Store, error) { return nil, nil }
-func testClient(t testing.TB) *Client              { return nil }
+func testClient(t testing.TB) *Client               { return nil }
 
 var _ = maps.Copy[coretest.BadHandles, coretest.BadHandles]
 var _ coretest.BadHandles
