@@ -71,6 +71,33 @@ func BenchmarkStore(b *testing.B) {
 		b.Fatal(ok, err)
 	}
 	acquireSQL, releaseSQL, renewSQL := c.last["INSERT INTO"], c.last["SET owner = NULL"], c.last["SET expires_at"]
+	// An acquire and a release through core.Locks: the whole cost of a
+	// lock to an application.
+	locksCycle := func() error {
+		lk, err := locks.Acquire(ctx, benchKey, core.WithTTL(ttl))
+		if err != nil {
+			return err
+		}
+		return lk.Release(ctx)
+	}
+	// The same two statements by hand; bounded, the release has a
+	// deadline as core's own has (pgx watches every context that can end).
+	rawCycle := func(bounded bool) func() error {
+		return func() error {
+			var token int64
+			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
+				return err
+			}
+			rctx := ctx
+			if bounded {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+			}
+			_, err := pool.Exec(rctx, releaseSQL, benchKey, benchOwner)
+			return err
+		}
+	}
 	for _, op := range []struct {
 		name       string
 		store, raw func() error
@@ -83,38 +110,15 @@ func BenchmarkStore(b *testing.B) {
 			_, err := s.Release(ctx, benchKey, benchOwner)
 			return err
 		},
-		func() error {
-			var token int64
-			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
-				return err
-			}
-			_, err := pool.Exec(ctx, releaseSQL, benchKey, benchOwner)
-			return err
-		},
+		rawCycle(false),
 	}, {
 		"renew",
 		func() error { _, err := s.Renew(ctx, benchRenewKey, benchOwner, ttl); return err },
 		func() error { _, err := pool.Exec(ctx, renewSQL, ms, benchRenewKey, benchOwner); return err },
-	}, {
-		// acquire and release through core.Locks, against the same two
-		// statements by hand: the whole cost of a lock to an application.
-		"locks-cycle",
-		func() error {
-			lk, err := locks.Acquire(ctx, benchKey, core.WithTTL(ttl))
-			if err != nil {
-				return err
-			}
-			return lk.Release(ctx)
-		},
-		func() error {
-			var token int64
-			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
-				return err
-			}
-			_, err := pool.Exec(ctx, releaseSQL, benchKey, benchOwner)
-			return err
-		},
-	}} {
+	},
+		{"locks-cycle", locksCycle, rawCycle(false)},
+		{"locks-cycle-bounded", locksCycle, rawCycle(true)},
+	} {
 		b.Run(op.name, func(b *testing.B) { testserver.Paired(b, op.store, op.raw, &c.n, "stmts/op") })
 	}
 }
