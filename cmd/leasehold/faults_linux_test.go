@@ -186,17 +186,32 @@ func (f *faultRun) awaitTreeEnd(within time.Duration) time.Time {
 	return time.Time{}
 }
 
-// margin measures, right after the tree's end, how long before the lease's
-// expiry on the store it came; the lease must still be held then.
-func (f *faultRun) margin(end time.Time) time.Duration {
+// settledExpiry asks the store when the lease expires, right after the
+// fault: with the runner killed, frozen or cut off, no renewal reaches the
+// store any more, so this is the expiry the tree's death must beat. It is
+// read before the tree dies, not after: a look that comes late (a slow
+// machine) would find the lease gone and could not tell why.
+func (f *faultRun) settledExpiry() time.Time {
 	f.t.Helper()
 	exp, held := expiry(f.t, f.dir, f.store, f.key)
 	if !held {
-		f.t.Fatalf("the lease was no longer held when the tree was found dead: it may have outlived the lease; stderr:\n%s", f.p.stderr.String())
+		f.t.Fatalf("the lease was not held right after the fault; stderr:\n%s", f.p.stderr.String())
+	}
+	return exp
+}
+
+// margin is how long before the lease's expiry the tree died. exp is the
+// settled expiry; a renewal already on its way when the fault struck may
+// have moved it later, so a lease still held after the tree's end is read
+// again.
+func (f *faultRun) margin(exp, end time.Time) time.Duration {
+	f.t.Helper()
+	if later, held := expiry(f.t, f.dir, f.store, f.key); held && later.After(exp) {
+		exp = later
 	}
 	m := exp.Sub(end)
 	if m <= 0 {
-		f.t.Fatalf("the tree died %v after the lease's expiry", -m)
+		f.t.Fatalf("the tree died %v after the lease's expiry; stderr:\n%s", -m, f.p.stderr.String())
 	}
 	return m
 }
@@ -266,8 +281,9 @@ func TestFaultRunnerKilled(t *testing.T) {
 		if err := syscall.Kill(f.runner, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		exp := f.settledExpiry()
 		end := f.awaitTreeEnd(2 * faultTTL)
-		m := f.margin(end)
+		m := f.margin(exp, end)
 		if r := f.p.wait(t); r.code != 76 || !strings.Contains(r.stderr, "was killed (signal 9)") {
 			t.Errorf("code %d, want 76 and the runner's death; stderr:\n%s", r.code, r.stderr)
 		}
@@ -287,12 +303,17 @@ func TestFaultRunnerFrozen(t *testing.T) {
 		if err := syscall.Kill(f.runner, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
+		// SQLite: the frozen runner may hold the file's write lock, and
+		// status would wait for it.
+		measure := f.store != sqliteURL(f.dir)
+		var exp time.Time
+		if measure {
+			exp = f.settledExpiry()
+		}
 		end := f.awaitTreeEnd(2 * faultTTL)
 		var m time.Duration
-		if f.store != sqliteURL(f.dir) {
-			// SQLite: the frozen runner may hold the file's write lock,
-			// and status would wait for it.
-			m = f.margin(end)
+		if measure {
+			m = f.margin(exp, end)
 		}
 		time.Sleep(time.Until(frozen.Add(3 * faultTTL)))
 		syscall.Kill(f.runner, syscall.SIGCONT)
@@ -316,9 +337,10 @@ func TestFaultStoreStalls(t *testing.T) {
 		px := newStallProxy(t, store)
 		f := startFaultRun(t, px.url)
 		px.stall()
-		end := f.awaitTreeEnd(2 * faultTTL)
 		f.store = store // the measurement goes to the store directly
-		m := f.margin(end)
+		exp := f.settledExpiry()
+		end := f.awaitTreeEnd(2 * faultTTL)
+		m := f.margin(exp, end)
 		if r := f.p.wait(t); r.code != 76 {
 			t.Errorf("code %d, want 76; stderr:\n%s", r.code, r.stderr)
 		}
