@@ -93,6 +93,16 @@ func (s *downRelease) Release(ctx context.Context, key, owner string) (bool, err
 	return s.LockStore.Release(ctx, key, owner)
 }
 
+// next waits for the next Release call.
+func (s *downRelease) next(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.calls:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no release came; the background releases have stopped")
+	}
+}
+
 func (s *downRelease) setDown(down bool) {
 	s.mu.Lock()
 	s.down = down
@@ -128,16 +138,16 @@ func TestAmbiguousAcquireKeepsReleasing(t *testing.T) {
 	}
 }
 
-// TestAmbiguousAcquireStopsAtTTL: a store that never answers again gets
-// releases until the lease the acquisition may have taken has ended, and
-// none after.
-func TestAmbiguousAcquireStopsAtTTL(t *testing.T) {
+// TestAmbiguousAcquireStopsWhenTheStoreNeverAnswers: a store that never
+// answers again gets releases for a minute, though the ttl is a second (a
+// stalled store may run the acquisition when it resumes, and its lease
+// lasts a ttl from then), and none after.
+func TestAmbiguousAcquireStopsWhenTheStoreNeverAnswers(t *testing.T) {
 	clock := core.NewManualClock(t0)
 	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
 	store := &downRelease{LockStore: lostReply{mem}, clock: clock, down: true, calls: make(chan time.Time, 100)}
 	locks := coretest.NewLocks(t, store, core.WithClock(clock))
-	ttl := time.Second
-	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(ttl)); !errors.Is(err, errReplyLost) {
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Second)); !errors.Is(err, errReplyLost) {
 		t.Fatalf("Acquire: %v; want the store's error", err)
 	}
 	last, tries := <-store.calls, 1
@@ -146,14 +156,94 @@ func TestAmbiguousAcquireStopsAtTTL(t *testing.T) {
 		select {
 		case last = <-store.calls:
 			tries++
-		case <-time.After(time.Second): // woke up past the ttl, and gave up
+		case <-time.After(time.Second): // woke up past the window, and gave up
 		}
 	}
-	if tries < int(ttl/(50*time.Millisecond))-1 {
-		t.Fatalf("%d releases within the ttl; want one every 50ms", tries)
+	if window := time.Minute; tries < int(window/(50*time.Millisecond))-1 || !last.Before(t0.Add(window)) || last.Before(t0.Add(window-time.Second)) {
+		t.Fatalf("%d releases, the last at %v; want one every 50ms until the store has had a minute to answer, none after", tries, last.Sub(t0))
 	}
-	if !last.Before(t0.Add(ttl)) {
-		t.Fatalf("last release at %v; want none from the ttl's end (%v) on", last.Sub(t0), ttl)
+}
+
+// lateAcquire fails every Acquire at once, as a call that timed out, and
+// holds the acquisition back until land: a request still on its way to a
+// stalled server, or on a connection other than the release's.
+type lateAcquire struct {
+	core.LockStore
+	mu      sync.Mutex
+	pending []func()
+}
+
+func (s *lateAcquire) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, func() { s.LockStore.Acquire(context.Background(), key, owner, ttl) })
+	return 0, false, context.DeadlineExceeded
+}
+
+func (s *lateAcquire) land() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.pending {
+		f()
+	}
+	s.pending = nil
+}
+
+// TestAmbiguousAcquireLandsAfterTheTTL: the store stalls past the ttl and
+// runs the held acquisition when it resumes; the releases are still going,
+// and free the key within 50ms of the store answering.
+func TestAmbiguousAcquireLandsAfterTheTTL(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	late := &lateAcquire{LockStore: mem}
+	store := &downRelease{LockStore: late, clock: clock, down: true, calls: make(chan time.Time, 100)}
+	locks := coretest.NewLocks(t, store, core.WithClock(clock))
+	ttl := time.Second
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(ttl)); err == nil {
+		t.Fatal("Acquire succeeded; want the store's error")
+	}
+	store.next(t)
+	for clock.Now().Before(t0.Add(4 * ttl)) { // a stall of 4 ttls
+		step(t, clock)
+		store.next(t)
+	}
+	late.land()
+	store.setDown(false)
+	if holder(t, mem, "k") == "" {
+		t.Fatal("the acquisition did not land")
+	}
+	step(t, clock)
+	store.next(t)
+	if h := holder(t, mem, "k"); h != "" {
+		t.Fatalf("50ms after the store answered again, the key is still held by %s, %v after the acquire was sent", h, clock.Now().Sub(t0))
+	}
+}
+
+// TestAmbiguousAcquireOvertaken: the release after an unknown outcome is
+// answered "not held", and the acquisition, still on its way, lands after
+// it; the checks that follow free the key within 100ms.
+func TestAmbiguousAcquireOvertaken(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	late := &lateAcquire{LockStore: mem}
+	locks := coretest.NewLocks(t, late, core.WithClock(clock))
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour)); err == nil {
+		t.Fatal("Acquire succeeded; want the store's error")
+	}
+	late.land()
+	if holder(t, mem, "k") == "" {
+		t.Fatal("the acquisition did not land")
+	}
+	if !sleeping(clock) {
+		t.Fatal("no check follows the release that found nothing")
+	}
+	clock.Advance(100 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for holder(t, mem, "k") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("100ms after the acquisition landed, the key is still held")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
