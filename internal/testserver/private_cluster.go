@@ -19,7 +19,7 @@ type PrivateCluster struct {
 
 // PrivateRedisCluster starts a Redis Cluster of masters masters, each with
 // replicas replicas, on free loopback ports, and returns once every node
-// sees the cluster ok. Nodes time out after 1s (cluster-node-timeout), and
+// sees the cluster ok and every replica is in sync with its master. Nodes time out after 1s (cluster-node-timeout), and
 // the cluster serves the slots it can when a master is down
 // (cluster-require-full-coverage no), so that one dead master costs only
 // its own slots. Without redis-server or redis-cli the test is skipped
@@ -70,6 +70,20 @@ func PrivateRedisCluster(t testing.TB, masters, replicas int) *PrivateCluster {
 	}
 	if len(c.Masters) != masters {
 		t.Fatalf("testserver: private Redis Cluster has %d masters, want %d", len(c.Masters), masters)
+	}
+	// A replica acknowledges writes (WAIT) only once its first sync is
+	// done: wait for it, so that a test's first write is not refused.
+	for _, r := range c.Replicas {
+		for {
+			info, err := redisDoAt(r.Addr(), redisAuth{}, "INFO", "replication")
+			if err == nil && strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testserver: private Redis Cluster replica %s not in sync within %v: %q, %v", r.Addr(), privateStartTimeout, info, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	return c
 }

@@ -1,0 +1,99 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/internal/testserver"
+)
+
+// StalledAcquires stalls the network to the target's server for 4s, twice
+// the locks' ttl, while nine acquires are sent; each gives up after 500ms,
+// so its outcome is unknown. When the network resumes, the server runs the
+// acquires it was sent, and takes keys that no caller holds; the releases
+// core goes on sending after an unknown outcome must free each of them
+// long before its lease could end (a ttl after the resume), and in fact
+// within about 100ms. The figures are how many acquires the server ran
+// after the resume and how long after it the last key was free. The
+// target's stores must list their locks (core.Lister).
+func StalledAcquires(t *testing.T, tg Target) {
+	const keys, stall = 9, 2 * TTL
+	proxy := testserver.NewProxy(t, tg.Server.Addr())
+	h := NewHolders(t, tg, tg.Open(t, proxy.Addr()), "stalled-acquire")
+	lister, ok := tg.Open(t, tg.Server.Addr()).(core.Lister)
+	if !ok {
+		t.Fatalf("the %s store does not implement core.Lister", tg.Name)
+	}
+	prefix := fmt.Sprintf("unknown-%d:", time.Now().UnixNano())
+	ctx := context.Background()
+	// Connections first, taken at once so that there are several, for the
+	// acquires to be sent on and reach the server when the network
+	// resumes (a connection opened during the stall never gets that far).
+	var warm sync.WaitGroup
+	for i := range keys {
+		warm.Go(func() {
+			lk, _, err := h.acquireRetrying(ctx, fmt.Sprintf("%swarm%d", prefix, i), 10*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { lk.Release(ctx) })
+		})
+	}
+	warm.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	proxy.Stall()
+	stalled := time.Now()
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() {
+			actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			if lk, err := h.Acquire(actx, fmt.Sprintf("%sk%d", prefix, i)); err == nil {
+				t.Errorf("an acquire through a stalled network succeeded: %s", lk.Key())
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(time.Until(stalled.Add(stall)))
+	proxy.Resume()
+	resumed := time.Now()
+
+	// Watch the keys from the resume on: which the server took, and when
+	// a key was last seen held.
+	taken := map[string]bool{}
+	lastHeld := time.Duration(-1)
+	for {
+		since := time.Since(resumed)
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		live, err := lister.List(lctx, prefix+"k")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range live {
+			taken[l.Key] = true
+		}
+		if len(live) > 0 {
+			lastHeld = since
+		} else if since > 500*time.Millisecond {
+			break // the server has run what it held by now
+		}
+		if since > TTL {
+			t.Fatalf("a ttl (%v) after the network resumed, %d keys whose acquires failed are still held: the releases did not free them", TTL, len(live))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	freed := "no key was taken"
+	if lastHeld >= 0 {
+		freed = fmt.Sprintf("a key was last seen held %v after it", lastHeld.Round(time.Millisecond))
+	}
+	Figure(t, "%s stalled %v while %d acquires were sent (each gave up after 500ms): the server ran %d of them after the resume; %s (ttl %v)",
+		tg.Name, stall, keys, len(taken), freed, TTL)
+}
