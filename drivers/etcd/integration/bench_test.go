@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,7 +65,10 @@ func BenchmarkVersusMutex(b *testing.B) {
 	var n atomic.Int64
 	cli := countingClient(b, eps, &n)
 	other := countingClient(b, eps, new(atomic.Int64))
-	s := etcdstore.New(cli)
+	// Keys of this run only: a server of LEASEHOLD_TEST_ETCD outlives it,
+	// and -count runs the benchmark again.
+	run := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
+	s := etcdstore.NewWithOptions(cli, etcdstore.Options{Prefix: run})
 	ctx := context.Background()
 	const ttl = 30 * time.Second
 	report := func(b *testing.B, start int64) {
@@ -101,9 +105,11 @@ func BenchmarkVersusMutex(b *testing.B) {
 	})
 	b.Run("leasehold/failed-try", func(b *testing.B) {
 		b.ReportAllocs()
-		if _, ok, err := etcdstore.New(other).Acquire(ctx, "bench-held", "x", ttl); err != nil || !ok {
+		holder := etcdstore.NewWithOptions(other, etcdstore.Options{Prefix: run})
+		if _, ok, err := holder.Acquire(ctx, "bench-held", "x", ttl); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
+		defer holder.Release(ctx, "bench-held", "x") // -count runs this again
 		start := n.Load()
 		for b.Loop() {
 			if _, ok, err := s.Acquire(ctx, "bench-held", "o", ttl); err != nil || ok {
@@ -117,6 +123,7 @@ func BenchmarkVersusMutex(b *testing.B) {
 		if _, ok, err := s.Acquire(ctx, "bench-renew", "o", ttl); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
+		defer s.Release(ctx, "bench-renew", "o") // -count runs this again
 		start := n.Load()
 		for b.Loop() {
 			if ok, err := s.Renew(ctx, "bench-renew", "o", ttl); err != nil || !ok {
@@ -132,7 +139,7 @@ func BenchmarkVersusMutex(b *testing.B) {
 	b.Cleanup(func() { _ = session.Close() })
 	b.Run("mutex/lock-unlock", func(b *testing.B) {
 		b.ReportAllocs()
-		m := concurrency.NewMutex(session, "/bench-mutex/")
+		m := concurrency.NewMutex(session, "/"+run+"bench-mutex/")
 		start := n.Load()
 		for b.Loop() {
 			if err := m.Lock(ctx); err != nil {
@@ -152,7 +159,7 @@ func BenchmarkVersusMutex(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := concurrency.NewMutex(session, "/bench-mutex-session/")
+			m := concurrency.NewMutex(session, "/"+run+"bench-mutex-session/")
 			if err := m.Lock(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -172,10 +179,10 @@ func BenchmarkVersusMutex(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer otherSession.Close()
-		if err := concurrency.NewMutex(otherSession, "/bench-mutex-held/").Lock(ctx); err != nil {
+		if err := concurrency.NewMutex(otherSession, "/"+run+"bench-mutex-held/").Lock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		m := concurrency.NewMutex(session, "/bench-mutex-held/")
+		m := concurrency.NewMutex(session, "/"+run+"bench-mutex-held/")
 		start := n.Load()
 		for b.Loop() {
 			if err := m.TryLock(ctx); err != concurrency.ErrLocked {
