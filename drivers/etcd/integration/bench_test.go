@@ -17,9 +17,14 @@ import (
 	"github.com/leasehold/leasehold/internal/testserver/etcdserver"
 )
 
-// countingClient is an etcd client that counts the requests it sends:
-// unary calls, and messages sent on streams (a keep-alive is one).
-func countingClient(b *testing.B, endpoints []string, n *atomic.Int64) *clientv3.Client {
+// countingClient is an etcd client that counts in n the requests it
+// sends: unary calls, and messages sent on streams (a keep-alive is one);
+// and, if trips is not nil, its round trips: unary calls, and streams
+// opened (the store pipelines the keep-alives of a batch on one stream).
+func countingClient(b *testing.B, endpoints []string, n, trips *atomic.Int64) *clientv3.Client {
+	if trips == nil {
+		trips = new(atomic.Int64)
+	}
 	b.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
@@ -27,9 +32,11 @@ func countingClient(b *testing.B, endpoints []string, n *atomic.Int64) *clientv3
 		DialOptions: []grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				n.Add(1)
+				trips.Add(1)
 				return invoker(ctx, method, req, reply, cc, opts...)
 			}),
 			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				trips.Add(1)
 				s, err := streamer(ctx, desc, cc, method, opts...)
 				return countingStream{s, n}, err
 			}),
@@ -63,8 +70,8 @@ func (s countingStream) SendMsg(m any) error { s.n.Add(1); return s.ClientStream
 func BenchmarkVersusMutex(b *testing.B) {
 	eps := etcdserver.Endpoints(b)
 	var n atomic.Int64
-	cli := countingClient(b, eps, &n)
-	other := countingClient(b, eps, new(atomic.Int64))
+	cli := countingClient(b, eps, &n, nil)
+	other := countingClient(b, eps, new(atomic.Int64), nil)
 	// Keys of this run only: a server of LEASEHOLD_TEST_ETCD outlives it,
 	// and -count runs the benchmark again.
 	run := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,34 +16,43 @@ import (
 // 30s) in etcd, one renewing in batches ("batch": RenewBatch keeps up to
 // 1,000 leases alive on one keep-alive stream), one lease by lease
 // ("single"); each iteration moves both through one renewal period, in
-// turn, and reports per period the requests each client sent (unary calls
-// and stream messages: a keep-alive is one), the process's CPU time and
-// allocations, and the latency of the slowest renewal (see
+// turn, and reports per period the round trips each client made (unary
+// calls and streams opened: a batch's keep-alives are pipelined on one
+// stream) and the requests it sent (a keep-alive is one), the process's
+// CPU time and allocations, and the latency of the slowest renewal (see
 // testserver.Held). Against the embedded member the CPU time and
-// allocations include the server's; see docs/etcd.md for a member in a
+// allocations include the server's: docs/etcd.md runs the member in a
 // process of its own.
 func BenchmarkHeld10k(b *testing.B) {
 	const leases = 10_000
 	eps := etcdserver.Endpoints(b)
+	// Keys of this run only: a server of LEASEHOLD_TEST_ETCD outlives it.
+	prefix := "held-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
 	b.Run("periods", func(b *testing.B) {
-		var batchCalls, singleCalls atomic.Int64
-		batch := coretest.HoldMany(b, etcdstore.NewWithOptions(countingClient(b, eps, &batchCalls), etcdstore.Options{Prefix: "held-batch/"}), "batch", leases)
-		single := coretest.HoldMany(b, coretest.LeaseByLease(etcdstore.NewWithOptions(countingClient(b, eps, &singleCalls), etcdstore.Options{Prefix: "held-single/"})), "single", leases)
-		testserver.Held(b, "reqs/period",
-			testserver.HeldRun{Name: "batch", Period: batch.Period, Calls: &batchCalls},
-			testserver.HeldRun{Name: "single", Period: single.Period, Calls: &singleCalls})
+		var batchReqs, batchTrips, singleReqs, singleTrips atomic.Int64
+		batch := coretest.HoldMany(b, etcdstore.NewWithOptions(countingClient(b, eps, &batchReqs, &batchTrips), etcdstore.Options{Prefix: prefix}), "batch", leases)
+		single := coretest.HoldMany(b, coretest.LeaseByLease(etcdstore.NewWithOptions(countingClient(b, eps, &singleReqs, &singleTrips), etcdstore.Options{Prefix: prefix})), "single", leases)
+		reqs := batchReqs.Load()
+		singles := singleReqs.Load()
+		testserver.Held(b, "roundtrips/period",
+			testserver.HeldRun{Name: "batch", Period: batch.Period, Calls: &batchTrips},
+			testserver.HeldRun{Name: "single", Period: single.Period, Calls: &singleTrips})
+		b.ReportMetric(float64(batchReqs.Load()-reqs)/float64(b.N), "batch-reqs/period")
+		b.ReportMetric(float64(singleReqs.Load()-singles)/float64(b.N), "single-reqs/period")
 		if n, m := batch.Lost(), single.Lost(); n+m > 0 {
 			b.Fatalf("%d batch and %d single locks lost", n, m)
 		}
+		prefix += "again/" // -count runs this again
 	})
 	// steady: the leases taken a few at a time over 10s, as a busy service
-	// takes them, then held; the requests of every period are logged.
+	// takes them, then held; the round trips of every period are logged.
 	b.Run("steady", func(b *testing.B) {
-		var calls atomic.Int64
-		h := coretest.HoldSteadily(b, etcdstore.NewWithOptions(countingClient(b, eps, &calls), etcdstore.Options{Prefix: "held-steady/"}), "steady", leases, 10*time.Second, calls.Load)
+		var reqs, trips atomic.Int64
+		h := coretest.HoldSteadily(b, etcdstore.NewWithOptions(countingClient(b, eps, &reqs, &trips), etcdstore.Options{Prefix: prefix}), "steady", leases, 10*time.Second, trips.Load)
 		for b.Loop() {
 			h.Period()
 		}
-		h.Report(b, "reqs")
+		h.Report(b, "roundtrips")
+		prefix += "again/"
 	})
 }
