@@ -154,6 +154,9 @@ func TestFlawlessBatchPasses(t *testing.T) {
 		if c, _ := caseNamed(name); c.Group == "lister" && o.skipped && !o.failed {
 			continue // the flawed store has no List
 		}
+		if name == "batch-partial-answer" && o.skipped && !o.failed {
+			continue // it has no groups to fail; broken_batch_partial_test.go runs that case
+		}
 		if o.failed || o.skipped {
 			t.Errorf("flawless batch store: case %s: %v", name, o)
 		}

@@ -727,7 +727,13 @@ var brokenStores = []struct {
 // and returns the outcome of each by name.
 func runAll(t *testing.T, newStore func(testing.TB) core.LockStore, clock *core.ManualClock, reset func(context.Context) error) map[string]outcome {
 	t.Helper()
-	opts := Options{AdvanceTime: clock.Advance, ResetTokens: reset}
+	return runAllWith(t, newStore, Options{AdvanceTime: clock.Advance, ResetTokens: reset})
+}
+
+// runAllWith runs every case against the stores of newStore with opts and
+// returns the outcome of each by name.
+func runAllWith(t *testing.T, newStore func(testing.TB) core.LockStore, opts Options) map[string]outcome {
+	t.Helper()
 	out := map[string]outcome{}
 	for _, c := range Cases() {
 		out[c.Name] = runRecorded(t, c, newStore, opts)
@@ -758,12 +764,18 @@ func TestBrokenStoresFailTheirCase(t *testing.T) {
 // goroutines interleave.
 func checkCatches(t *testing.T, newStore func(testing.TB) core.LockStore, clock *core.ManualClock, reset func(context.Context) error, catcher string, also, unsure []string) {
 	t.Helper()
+	checkOutcomes(t, runAll(t, newStore, clock, reset), catcher, also, unsure)
+}
+
+// checkOutcomes checks got, the outcome of every case by name, as
+// checkCatches does.
+func checkOutcomes(t *testing.T, got map[string]outcome, catcher string, also, unsure []string) {
+	t.Helper()
 	for _, name := range append(append([]string{catcher}, also...), unsure...) {
 		if _, ok := caseNamed(name); !ok {
 			t.Fatalf("no case is named %q", name)
 		}
 	}
-	got := runAll(t, newStore, clock, reset)
 	want := append([]string{catcher}, also...)
 	for _, c := range Cases() {
 		o := got[c.Name]
@@ -803,6 +815,9 @@ func TestFlawlessPasses(t *testing.T) {
 	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
 	reset := mem.ResetTokens
 	for name, o := range runAll(t, shared(mem), clock, reset) {
+		if name == "batch-partial-answer" && o.skipped && !o.failed {
+			continue // the memory store answers a batch whole: it has no groups to fail
+		}
 		if o.failed || o.skipped {
 			t.Errorf("memory store: case %s: %v", name, o)
 		}

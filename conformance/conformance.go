@@ -92,6 +92,17 @@ type Options struct {
 	// docs/conformance.md, "Pool sizing". Optional: the kit never uses it
 	// to call the store.
 	DB *sql.DB
+
+	// FailGroup, if set, makes the store's RenewBatch fail the group of
+	// leases that key's lease belongs to (the node of a cluster that
+	// serves key, its shard, its statement), as a node that stopped
+	// answering would, in every call until restore is called; the store's
+	// other calls may fail too meanwhile. It is for stores that send a
+	// batch in groups that fail on their own and answer partially with a
+	// [*core.BatchError]: the batch-partial-answer case calls it to check
+	// that one failed group costs only its own leases. Without it, that
+	// case is skipped and says why.
+	FailGroup func(key string) (restore func())
 }
 
 // TokenResetter is implemented by stores that can send their token source
@@ -181,6 +192,7 @@ var groups = []func() []Case{
 	storeCases,
 	listerCases,
 	batchCases,
+	batchPartialCases,
 	instanceCases,
 }
 

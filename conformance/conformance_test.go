@@ -98,8 +98,12 @@ func TestMemoryStoreOnePerCase(t *testing.T) {
 			return c
 		}, conformance.Options{AdvanceTime: clock.Advance, Callers: callers})
 	})
+	// batch-partial-answer needs Options.FailGroup, which a store answering
+	// a batch whole (as the memory store does) cannot offer: it skips
+	// before it acquires.
+	const needsGroups = "TestMemoryStoreOnePerCase/kit/batch-partial-answer"
 	for name, s := range skipped {
-		if s {
+		if s && name != needsGroups {
 			t.Errorf("case %s: skipped = %v", name, s)
 		}
 	}
@@ -116,6 +120,9 @@ func TestMemoryStoreOnePerCase(t *testing.T) {
 			calls, through = 1+callers, callers // the case's store, and one per racing caller
 		case c.Group == "instances":
 			calls, through = 3, 3 // one per instance
+		}
+		if name == needsGroups {
+			calls, through = 1, 0
 		}
 		if opened[name] < calls || len(used[name]) < through {
 			t.Errorf("case %s: newStore called %d times, %d stores acquired through; want at least %d and %d", c.Name, opened[name], len(used[name]), calls, through)

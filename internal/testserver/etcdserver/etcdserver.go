@@ -98,6 +98,19 @@ func freeURL(t testing.TB) url.URL {
 
 // start runs member m and waits until it serves clients.
 func (c *Cluster) start(m *member, initial, state string) error {
+	e, err := run(m, initial, state)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	m.etcd = e
+	c.mu.Unlock()
+	return nil
+}
+
+// run starts member m of the cluster initial and waits until it serves
+// clients.
+func run(m *member, initial, state string) (*embed.Etcd, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = m.name
 	cfg.Dir = m.dir
@@ -112,21 +125,28 @@ func (c *Cluster) start(m *member, initial, state string) error {
 	cfg.UnsafeNoFsync = true // test data in a temporary directory
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return fmt.Errorf("start member %s: %w", m.name, err)
+		return nil, fmt.Errorf("start member %s: %w", m.name, err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
-		return fmt.Errorf("member %s: %w", m.name, err)
+		return nil, fmt.Errorf("member %s: %w", m.name, err)
 	case <-time.After(startTimeout):
 		e.Close()
-		return fmt.Errorf("member %s not ready after %v", m.name, startTimeout)
+		return nil, fmt.Errorf("member %s not ready after %v", m.name, startTimeout)
 	}
-	c.mu.Lock()
-	m.etcd = e
-	c.mu.Unlock()
-	return nil
+	return e, nil
+}
+
+// Serve starts a single member, configured as [Start] configures one, with
+// its data in dir and its client and peer URLs on the loopback addresses
+// given ("127.0.0.1:2379"), and returns it once it serves clients; the
+// caller closes it. cmd/etcdmember runs it in a process of its own, for
+// benchmarks whose CPU and allocation figures must not count the server's.
+func Serve(dir, clientAddr, peerAddr string) (*embed.Etcd, error) {
+	m := &member{name: "m0", dir: dir, peerURL: url.URL{Scheme: "http", Host: peerAddr}, client: url.URL{Scheme: "http", Host: clientAddr}}
+	return run(m, m.name+"="+m.peerURL.String(), embed.ClusterStateFlagNew)
 }
 
 // Endpoints returns the client URLs of every member, running or not, as
