@@ -349,11 +349,12 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	ct := &caseTB{TB: t, fix: c.Fix}
 	e := newEnv(o, c.Name)
 	wrap := func(s core.LockStore) core.LockStore { return s }
+	var h *history
 	if c.Concurrent {
 		// Race cases are judged on their whole history too, once they
 		// have passed their own checks: the calls through every store of
 		// the case.
-		h := &history{now: e.clock}
+		h = &history{now: e.clock}
 		wrap = h.wrap
 		defer func() {
 			if !t.Failed() {
@@ -372,6 +373,10 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		return s
 	}
 	store := open()
+	e.late = func(ttl time.Duration) time.Duration { return core.ExpiryLateness(store, ttl) }
+	if h != nil {
+		h.late = e.late
+	}
 	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
 		o.ResetTokens = r.ResetTokens
 		e.opts = o

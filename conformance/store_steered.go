@@ -304,7 +304,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 	// locks have expired, again until 2 × ttl: a lock renewed (or taken)
 	// before the stop stays held, and the try fails.
 	taken := make([]result, n)
-	tl.until(goneCheck(ttl))
+	tl.until(e.gone(ttl))
 	// A takeover may wait for a row, a pool's mutex or its one connection
 	// that a stopped call holds: once every takeover that could return has
 	// (none returned for a quarter of a ttl), the stopped calls go on, and
