@@ -36,6 +36,7 @@ type flawed struct {
 	renewNoExtend       bool                // Renew answers true and moves nothing
 	renewTooFar         bool                // Renew takes the ttl for seconds, not milliseconds: expires late
 	renewFromOldExpiry  bool                // Renew adds the ttl to the old expiry, not to now: expires late
+	renewNeverShortens  bool                // Renew keeps the later of the old expiry and now + ttl: ignores a shorter ttl
 	releaseNoop         bool                // Release answers true and frees nothing
 	renewCreates        bool                // Renew of a free key creates a lock
 	releaseAnyOwner     bool                // Release checks the key, not the owner
@@ -417,6 +418,8 @@ func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration
 			e.expiresAt = now.Add(s.ttl(ttl) * 1000)
 		case s.renewFromOldExpiry:
 			e.expiresAt = e.expiresAt.Add(s.ttl(ttl))
+		case s.renewNeverShortens:
+			e.expiresAt = later(e.expiresAt, now.Add(s.ttl(ttl)))
 		case !s.renewNoExtend:
 			e.expiresAt = now.Add(s.ttl(ttl))
 		}
@@ -571,6 +574,8 @@ var brokenStores = []struct {
 	// taken over in time. The leader of election-handover-after-pause
 	// renews once before it pauses: its lease lasts until 2 × TTL after it
 	// was taken, the very end of the time that case allows for a takeover.
+	{"renew that never shortens a lock (ignores a shorter ttl)", func(s *flawed) { s.renewNeverShortens = true },
+		"renew-shorter-ttl", nil, nil},
 	{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true },
 		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing"}, nil},
 	// race-renew-release-takeover also catches it when the old holder's
@@ -827,6 +832,7 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"expires early", func(s *flawed) { s.ttlDivisor = 3 }, "expiry-frees-key"},
 		{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true }, "renew-by-holder"},
 		{"renew that extends too far", func(s *flawed) { s.renewTooFar = true }, "renew-then-expire"},
+		{"renew that never shortens a lock", func(s *flawed) { s.renewNeverShortens = true }, "renew-shorter-ttl"},
 		{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true }, "renew-then-expire"},
 		{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true }, "expired-lock-old-owner"},
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
@@ -968,4 +974,12 @@ func TestLateCheckSparesSlowStores(t *testing.T) {
 	if n := store.calls.Load(); n < 4 {
 		t.Errorf("%d Acquire calls; want the lock's, two probes and the takeover", n)
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
