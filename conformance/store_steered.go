@@ -242,13 +242,13 @@ func steerTakeover(op string) func(t testing.TB, e *env) {
 		if looks == 0 {
 			skip(t, e.name, "the store's "+op+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
 		}
-		stopped := 0
+		stopped, rounds := 0, 0
 		e.steerRounds(looks, func(pauses []int) []bool {
 			n, ran := e.steerTakeoverAt(t, op, pauses, ttl)
-			stopped += n
+			stopped, rounds = stopped+n, rounds+1
 			return ran
 		})
-		t.Logf("conformance: %s: stopped %d %s calls, at each of their %d looks at their context, while their locks expired and new owners took the keys over", e.name, stopped, op, looks)
+		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, op, rounds, looks, steerBeyond)
 	}
 }
 
