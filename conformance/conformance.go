@@ -43,7 +43,9 @@ type Options struct {
 	// store call must return well within TTL/3. It is also the ttl of the
 	// jobs and elections of the "instances" group, whose instances renew
 	// every TTL/3. Default [DefaultTTL] (2.5s); a whole number of
-	// milliseconds, at least 6ms. Cases that do not test expiry hold their
+	// milliseconds, at least 6ms. A store that declares coarse expiry
+	// (core.ExpiryPrecisioner) has its locks checked free that much later;
+	// the checks that a lock is held do not move. Cases that do not test expiry hold their
 	// locks for a minute instead, so a slow store never sees them expire by
 	// accident.
 	TTL time.Duration
