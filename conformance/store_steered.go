@@ -263,18 +263,13 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 	// connection, and the takeover must not wait behind it.
 	keys, olds, news := e.keys(n), e.racers("old", n, 0), e.racers("new", 2*n, 0)[n:]
 	// One call through each new owner's store before the round, so that
-	// the takeovers do not open connections when they are timed.
-	warm := make([]error, n)
+	// the takeovers do not open connections when they are timed. Its
+	// answer does not matter (other cases judge a Release of a free key).
 	race(n, func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, warm[i] = e.storeOf(news[i]).Release(ctx, keys[i], news[i])
+		_, _ = e.storeOf(news[i]).Release(ctx, keys[i], news[i])
 	})
-	for i, err := range warm {
-		if err != nil {
-			callFailed(t, fmt.Sprintf("Release(%s, %q) of a key no one holds", show(keys[i]), news[i]), err)
-		}
-	}
 	for i := range keys {
 		e.cleanupRelease(t, keys[i], news[i])
 		if op == "acquire" {
