@@ -295,10 +295,14 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		// than the timeline: count its ttl from the stop.
 		tl = e.startTimeline()
 	}
-	// The new owners try once to take the keys of the stopped calls, when
-	// their locks have expired (gone already allows the store's declared
-	// lateness): a lock renewed before the stop stays held, and the try
-	// fails; trying again would only wait for a renewal of a minute.
+	// The new owners take the keys of the stopped calls over once their
+	// locks have expired (gone already allows the store's declared
+	// lateness). A lock renewed before the stop stays held, and the try
+	// fails; trying again would only wait for a renewal of a minute, so a
+	// takeover of a stopped Renew or Release tries once. A stopped Acquire
+	// may have written its lock later than the timeline started (a
+	// pipelining client sends it while the call is stopped), so its
+	// takeover tries again until 2 × ttl.
 	taken := make([]result, n)
 	tl.until(e.gone(ttl))
 	// A takeover may wait for a row, a pool's mutex or its one connection
@@ -330,9 +334,15 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		if !paused[i] {
 			return
 		}
-		ctx, cancel := e.ctx()
-		defer cancel()
-		taken[i].token, taken[i].ok, taken[i].err = e.storeOf(news[i]).Acquire(ctx, keys[i], news[i], holdTTL)
+		for {
+			ctx, cancel := e.ctx()
+			taken[i].token, taken[i].ok, taken[i].err = e.storeOf(news[i]).Acquire(ctx, keys[i], news[i], holdTTL)
+			cancel()
+			if taken[i].ok || taken[i].err != nil || op != "acquire" || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
+				return
+			}
+			time.Sleep(ttl / 10)
+		}
 	})
 	wait()
 	stopped := 0
