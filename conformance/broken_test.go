@@ -36,6 +36,7 @@ type flawed struct {
 	renewNoExtend       bool                // Renew answers true and moves nothing
 	renewTooFar         bool                // Renew takes the ttl for seconds, not milliseconds: expires late
 	renewFromOldExpiry  bool                // Renew adds the ttl to the old expiry, not to now: expires late
+	renewNeverShortens  bool                // Renew keeps the later of the old expiry and now + ttl: ignores a shorter ttl
 	releaseNoop         bool                // Release answers true and frees nothing
 	renewCreates        bool                // Renew of a free key creates a lock
 	releaseAnyOwner     bool                // Release checks the key, not the owner
@@ -417,6 +418,8 @@ func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration
 			e.expiresAt = now.Add(s.ttl(ttl) * 1000)
 		case s.renewFromOldExpiry:
 			e.expiresAt = e.expiresAt.Add(s.ttl(ttl))
+		case s.renewNeverShortens:
+			e.expiresAt = later(e.expiresAt, now.Add(s.ttl(ttl)))
 		case !s.renewNoExtend:
 			e.expiresAt = now.Add(s.ttl(ttl))
 		}
@@ -558,21 +561,23 @@ var brokenStores = []struct {
 		"renew-by-non-holder", []string{"expired-lock-old-owner", "keys-max-length", "keys-unicode", "keys-case", "keys-trailing-space", "keys-normalisation", "owners-max-length", "keys-special-characters",
 			"jobs-takeover-after-pause", "election-handover-after-pause", "steer-renew-takeover", "owner-exact"}, nil},
 	{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true },
-		"renew-by-holder", []string{"renew-then-expire", "ttl-four-weeks", "race-renew-release-takeover", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
+		"renew-by-holder", []string{"renew-shorter-ttl", "renew-then-expire", "ttl-four-weeks", "race-renew-release-takeover", "jobs-one-instance", "jobs-no-overlap", "election-one-leader"}, nil},
 	// Of the store cases, only renew-then-expire waits for a renewed lock to
 	// expire, so only it catches a renewal that lasts too long; the instance
 	// cases whose holders renew and then pause catch it too. (The bug class
 	// of redlock-rb's extend_life, which read the ttl as seconds, issue 44,
 	// and of an Elixir redlock that multiplied it by 1000 twice, issue 21.)
 	{"renew that extends too far (ttl taken for seconds)", func(s *flawed) { s.renewTooFar = true },
-		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
+		"renew-then-expire", []string{"renew-shorter-ttl", "jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, nil},
 	// A job's lease and run lock are renewed several times before their
 	// owner pauses, each renewal adding a ttl, so the paused job is never
 	// taken over in time. The leader of election-handover-after-pause
 	// renews once before it pauses: its lease lasts until 2 × TTL after it
 	// was taken, the very end of the time that case allows for a takeover.
+	{"renew that never shortens a lock (ignores a shorter ttl)", func(s *flawed) { s.renewNeverShortens = true },
+		"renew-shorter-ttl", nil, nil},
 	{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true },
-		"renew-then-expire", []string{"jobs-takeover-after-pause", "jobs-fencing"}, nil},
+		"renew-then-expire", []string{"renew-shorter-ttl", "jobs-takeover-after-pause", "jobs-fencing"}, nil},
 	// race-renew-release-takeover also catches it when the old holder's
 	// Renew comes after its lock expired, which is up to the scheduler.
 	{"renew that creates a lock", func(s *flawed) { s.renewCreates = true },
@@ -604,10 +609,10 @@ var brokenStores = []struct {
 	{"no token floor after a reset", func(s *flawed) { s.noFloor = true },
 		"token-floor-after-reset", nil, nil},
 	{"expiry on the client's clock", func(s *flawed) { s.clientClock = true },
-		"expiry-frees-key", []string{"renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key",
 			"jobs-takeover-after-pause", "jobs-fencing", "election-handover-after-pause"}, []string{"race-renew-release-takeover"}},
 	{"ttl in the wrong unit (expires early)", func(s *flawed) { s.ttlDivisor = 3 },
-		"expiry-frees-key", []string{"renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
 			"jobs-one-instance", "jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "election-one-leader", "election-handover-on-close", "election-handover-after-pause"}, nil},
 	{"ttl squeezed into 32 bits", func(s *flawed) { s.ttl32 = true },
 		"ttl-four-weeks", nil, nil},
@@ -656,11 +661,11 @@ var brokenStores = []struct {
 	// redislock, which adds a second of tolerance, pull request 1367): the
 	// lock outlives its ttl.
 	{"ttl rounded up to whole seconds", func(s *flawed) { s.ttlCeilSeconds = true },
-		"expiry-frees-key", []string{"renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key"}, nil},
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key"}, nil},
 	// A ttl's milliseconds passed where a time.Duration is expected
 	// (rueidis's Px(2500) is 2.5µs): locks expire at once.
 	{"ttl's milliseconds taken for nanoseconds", func(s *flawed) { s.ttlDivisor = 1_000_000 },
-		"expiry-frees-key", []string{"renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-by-holder", "renew-then-expire", "renew-by-non-holder", "ttl-four-weeks",
 			"jobs-one-instance", "jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "jobs-handover-on-close", "election-one-leader", "election-handover-on-close", "election-handover-after-pause"}, nil},
 	// The store's clock read in whole seconds (MySQL's NOW() for NOW(3)):
 	// a lock taken late in a second expires up to a second early.
@@ -719,7 +724,7 @@ var brokenStores = []struct {
 	// (rueidislock waits on one; rueidis pull request 261 let it work
 	// without).
 	{"refusals remembered by the client", func(s *flawed) { s.refusalCache = true },
-		"expiry-frees-key", []string{"renew-then-expire", "renew-by-non-holder",
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-then-expire", "renew-by-non-holder",
 			"jobs-takeover-after-pause", "jobs-fencing", "jobs-no-overlap", "jobs-handover-on-close", "election-handover-on-close", "election-handover-after-pause"}, []string{"race-rounds"}},
 }
 
@@ -842,6 +847,7 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 		{"expires early", func(s *flawed) { s.ttlDivisor = 3 }, "expiry-frees-key"},
 		{"renew that moves nothing", func(s *flawed) { s.renewNoExtend = true }, "renew-by-holder"},
 		{"renew that extends too far", func(s *flawed) { s.renewTooFar = true }, "renew-then-expire"},
+		{"renew that never shortens a lock", func(s *flawed) { s.renewNeverShortens = true }, "renew-shorter-ttl"},
 		{"renew adds ttl to the old expiry", func(s *flawed) { s.renewFromOldExpiry = true }, "renew-then-expire"},
 		{"expired lock still renewable", func(s *flawed) { s.renewIgnoresExpiry = true }, "expired-lock-old-owner"},
 		{"takeover keeps its token", func(s *flawed) { s.tokenKeptOnTakeover = true }, "tokens-grow"},
@@ -983,4 +989,12 @@ func TestLateCheckSparesSlowStores(t *testing.T) {
 	if n := store.calls.Load(); n < 4 {
 		t.Errorf("%d Acquire calls; want the lock's, two probes and the takeover", n)
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -43,7 +43,9 @@ type Options struct {
 	// store call must return well within TTL/3. It is also the ttl of the
 	// jobs and elections of the "instances" group, whose instances renew
 	// every TTL/3. Default [DefaultTTL] (2.5s); a whole number of
-	// milliseconds, at least 6ms. Cases that do not test expiry hold their
+	// milliseconds, at least 6ms. A store that declares coarse expiry
+	// (core.ExpiryPrecisioner) has its locks checked free that much later;
+	// the checks that a lock is held do not move. Cases that do not test expiry hold their
 	// locks for a minute instead, so a slow store never sees them expire by
 	// accident.
 	TTL time.Duration
@@ -361,11 +363,12 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	ct := &caseTB{TB: t, fix: c.Fix}
 	e := newEnv(o, c.Name)
 	wrap := func(s core.LockStore) core.LockStore { return s }
+	var h *history
 	if c.Concurrent {
 		// Race cases are judged on their whole history too, once they
 		// have passed their own checks: the calls through every store of
 		// the case.
-		h := &history{now: e.clock}
+		h = &history{now: e.clock}
 		wrap = h.wrap
 		defer func() {
 			if !t.Failed() {
@@ -384,6 +387,10 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		return s
 	}
 	store := open()
+	e.late = func(ttl time.Duration) time.Duration { return core.ExpiryLateness(store, ttl) }
+	if h != nil {
+		h.late = e.late
+	}
 	if r, ok := store.(TokenResetter); ok && o.ResetTokens == nil {
 		o.ResetTokens = r.ResetTokens
 		e.opts = o

@@ -31,6 +31,10 @@ type env struct {
 	open func() core.LockStore
 	opts Options
 	name string // the case's name, part of every key
+	// late is how long after its ttl the store under test may still hold
+	// a lock (core.ExpiryLateness); the checks that a lock is gone wait
+	// that much longer, the checks that it is held do not move.
+	late func(ttl time.Duration) time.Duration
 
 	start time.Time    // when the case started
 	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
@@ -240,6 +244,15 @@ func heldCheck(ttl time.Duration) time.Duration { return ttl / 2 }
 
 // goneCheck: see heldCheck.
 func goneCheck(ttl time.Duration) time.Duration { return ttl + ttl/6 }
+
+// gone is goneCheck for the store under test: later by the expiry
+// lateness the store declares (see core.ExpiryPrecisioner).
+func (e *env) gone(ttl time.Duration) time.Duration {
+	if e.late == nil {
+		return goneCheck(ttl)
+	}
+	return goneCheck(ttl) + e.late(ttl)
+}
 
 // lateCheck, TTL - TTL/6 after an Acquire was sent, is when expiry-frees-key
 // checks that the lock is still held, to catch a lock that expires early by

@@ -25,7 +25,10 @@ import (
 // through) fails the case, with the calls on the offending key printed.
 type history struct {
 	now func() time.Duration // the store's clock, as the case moves it (see env.clock)
-	seq atomic.Int64         // orders invocations and returns
+	// late is how long after its ttl the store may still hold a lock of
+	// that ttl (core.ExpiryLateness of the store under test); nil for 0.
+	late func(ttl time.Duration) time.Duration
+	seq  atomic.Int64 // orders invocations and returns
 
 	mu  sync.Mutex
 	ops []porcupine.Operation
@@ -40,6 +43,17 @@ type call struct {
 	// from and to bound, on the store's clock, the instant at which the
 	// call took effect: it was invoked at from and returned at to.
 	from, to time.Duration
+	// late is how long after ttl the store may still hold the lock this
+	// call set (the store's declared expiry precision).
+	late time.Duration
+}
+
+// lateness returns how late the store may free a lock of ttl.
+func (h *history) lateness(ttl time.Duration) time.Duration {
+	if h.late == nil {
+		return 0
+	}
+	return h.late(ttl)
 }
 
 // answer is a recorded call's outcome.
@@ -57,7 +71,7 @@ type recording struct {
 }
 
 func (h *history) record(c call, do func() answer) answer {
-	c.from = h.now()
+	c.from, c.late = h.now(), h.lateness(c.ttl)
 	start := h.seq.Add(1)
 	a := do()
 	end := h.seq.Add(1)
@@ -118,7 +132,7 @@ func (r recordingBatch) RenewBatch(ctx context.Context, leases []core.Lease) ([]
 		if err == nil && len(renewed) != len(leases) {
 			a.err = fmt.Errorf("%d answers for %d leases", len(renewed), len(leases))
 		}
-		c := call{op: "renew", key: l.Key, owner: l.Owner, ttl: l.TTL, from: from, to: to}
+		c := call{op: "renew", key: l.Key, owner: l.Owner, ttl: l.TTL, from: from, to: to, late: h.lateness(l.TTL)}
 		h.ops = append(h.ops, porcupine.Operation{Input: c, Call: calls[i], Output: a, Return: h.seq.Add(1)})
 	}
 	return renewed, err
@@ -140,13 +154,21 @@ type lockState struct {
 	token int64  // the greatest token the key was granted: the floor
 	// The holder's lock expires at an instant of the store's clock between
 	// expFrom and expTo: ttl after the instant its Acquire or last Renew
-	// took effect, which the history knows only within that call's bounds.
+	// took effect, which the history knows only within that call's bounds,
+	// plus, for expTo only, the store's declared lateness. A store may free
+	// a lock late by what it declares, never early: the lateness widens
+	// only the side on which the lock is still held.
 	expFrom, expTo time.Duration
 }
 
 // expiryTolerance widens what counts as "maybe expired" for stores that
 // round the ttl or the clock to whole milliseconds.
 const expiryTolerance = 2 * time.Millisecond
+
+// set returns the state of a lock that c (an Acquire or Renew) set.
+func set(owner string, token int64, c call) lockState {
+	return lockState{owner: owner, token: token, expFrom: c.from + c.ttl, expTo: c.to + c.ttl + c.late}
+}
 
 // live says whether the key's lock was live at the instant c took effect:
 // surely (yes), surely not (no), or it may have been either (both false).
@@ -192,7 +214,7 @@ var lockModel = porcupine.Model{
 			if yes || a.token <= s.token {
 				return false, s
 			}
-			return true, lockState{owner: c.owner, token: a.token, expFrom: c.from + c.ttl, expTo: c.to + c.ttl}
+			return true, set(c.owner, a.token, c)
 		case "renew", "release":
 			if a.ok {
 				if !holder || no {
@@ -201,7 +223,7 @@ var lockModel = porcupine.Model{
 				if c.op == "release" {
 					return true, lockState{token: s.token}
 				}
-				return true, lockState{owner: s.owner, token: s.token, expFrom: c.from + c.ttl, expTo: c.to + c.ttl}
+				return true, set(s.owner, s.token, c)
 			}
 			if holder && yes {
 				return false, s // refused to the live holder

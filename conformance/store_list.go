@@ -102,7 +102,7 @@ func listSkipsExpired(t testing.TB, e *env) {
 	e.mustAcquire(t, base+"short", owner, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
 	e.mustAcquire(t, base+"long", owner, holdTTL, "no lock has ever held this key")
-	tl.until(goneCheck(ttl))
+	tl.until(e.gone(ttl))
 	got := e.list(t, l, base)
 	if len(got) != 1 || got[0].Key != base+"long" {
 		var keys []string

@@ -203,7 +203,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 		}
 	}
 	tl := e.startTimeline()
-	tl.until(goneCheck(ttl))
+	tl.until(e.gone(ttl))
 	for b, round := 0, 0; b < len(keys); b, round = b+per, round+1 {
 		w := e.raceKeys(t, keys[b:b+per], round, fmt.Sprintf("keys whose locks expired, round %d", round+1))
 		for k, token := range w.tokens {
@@ -331,19 +331,25 @@ type expiryRace struct {
 	e       *env
 	tl      *timeline
 	ttl     time.Duration
+	late    time.Duration // the store's declared expiry lateness
 	n       int
 	expired chan struct{}
 }
 
 func (e *env) startExpiryRace(ttl time.Duration, n int) *expiryRace {
-	return &expiryRace{e: e, tl: e.startTimeline(), ttl: ttl, n: n, expired: make(chan struct{})}
+	r := &expiryRace{e: e, tl: e.startTimeline(), ttl: ttl, n: n, expired: make(chan struct{})}
+	if e.late != nil {
+		r.late = e.late(ttl)
+	}
+	return r
 }
 
 // at is when, in real time, the i-th call goes out: the calls are spread
 // over a window around the expiry, so that some of them straddle it,
-// whatever the store's latency.
+// whatever the store's latency (and its declared expiry lateness, by which
+// the window reaches further past the ttl).
 func (r *expiryRace) at(i int) time.Duration {
-	return r.ttl - r.ttl/4 + time.Duration(i)*(r.ttl/2)/time.Duration(r.n)
+	return r.ttl - r.ttl/4 + time.Duration(i)*(r.ttl/2+r.late)/time.Duration(r.n)
 }
 
 // waitFor waits, in real time, for the i-th call's turn.
@@ -367,7 +373,7 @@ func (r *expiryRace) expire() {
 // and again from its turn on, so it takes the key within a round trip of
 // its expiry: inside the window of an old holder's call that straddles it.
 func (r *expiryRace) takeover(i int, key, owner string) result {
-	end := r.tl.start.Add(r.at(i) + r.ttl/2)
+	end := r.tl.start.Add(r.at(i) + r.ttl/2 + r.late)
 	if r.e.opts.AdvanceTime == nil {
 		r.waitFor(i)
 	} else {

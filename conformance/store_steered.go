@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -57,37 +58,60 @@ func steeredCases() []Case {
 	}
 }
 
-// steerCalls runs call(i, ctx) for every i < n in a goroutine of its own,
-// each on a steered context that stops at its pause-th look, and returns
-// once each call has either stopped there or returned, or patience has
-// run out: paused[i] says which calls stopped. wait lets every call go on
-// and waits for them to return.
-func (e *env) steerCalls(n, pause int, timeout, patience time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused []bool, res []result, wait func()) {
-	ctxs, paused, res = make([]*steered, n), make([]bool, n), make([]result, n)
+// steerCalls runs call(i, ctx) for every i < len(pauses) in a goroutine of
+// its own, each on a steered context that stops at its pauses[i]-th look,
+// and returns once each call has either stopped there or returned, or has
+// done neither for patience since the last call that did: paused[i] says
+// which calls stopped, blocked[i] which did neither. wait lets every call go
+// on and waits for them to return.
+//
+// A call may wait, before its pause-th look, for a lock that another stopped
+// call holds: database/sql looks at the context while it holds the pool's
+// mutex, and a pool of one connection lends it to one call at a time. Such a
+// call neither stops nor returns; patience, counted from the last call that
+// stopped or returned, tells it from a slow one, and the caller runs its
+// pause again in a later round.
+func (e *env) steerCalls(pauses []int, timeout, patience time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused, blocked []bool, res []result, wait func()) {
+	n := len(pauses)
+	ctxs, paused, blocked, res = make([]*steered, n), make([]bool, n), make([]bool, n), make([]result, n)
 	done := make([]chan struct{}, n)
+	events := make(chan int, n)
 	for i := range n {
-		ctxs[i], done[i] = newSteered(timeout, pause), make(chan struct{})
+		ctxs[i], done[i] = newSteered(timeout, pauses[i]), make(chan struct{})
 		go func() {
 			defer close(done[i])
 			res[i] = call(i, ctxs[i])
 		}()
+		go func() {
+			select {
+			case <-ctxs[i].paused:
+			case <-done[i]:
+			}
+			events <- i
+		}()
 	}
-	// A call may wait, before its pause-th look, for a lock that another
-	// stopped call holds: database/sql looks at the context while it holds
-	// the pool's mutex, for one. Such a call neither stops nor returns; after
-	// a while it counts as not stopped, and goes on with the others.
+	seen := make([]bool, n)
 	give := time.NewTimer(patience)
 	defer give.Stop()
-	for i := range n {
+wait:
+	for left := n; left > 0; left-- {
 		select {
-		case <-ctxs[i].paused:
-			paused[i] = true
-		case <-done[i]:
+		case i := <-events:
+			seen[i] = true
+			select {
+			case <-ctxs[i].paused:
+				paused[i] = true
+			default:
+			}
+			give.Reset(patience)
 		case <-give.C:
-			give.Reset(0)
+			break wait
 		}
 	}
-	return ctxs, paused, res, func() {
+	for i := range n {
+		blocked[i] = !seen[i]
+	}
+	return ctxs, paused, blocked, res, func() {
 		// Every call goes on before any is waited for: one may wait for a
 		// lock that a later one, stopped, holds.
 		for i := range n {
@@ -100,9 +124,62 @@ func (e *env) steerCalls(n, pause int, timeout, patience time.Duration, call fun
 	}
 }
 
+// steerRounds sweeps the pauses 1 … looks+steerBeyond over rounds of steerKeys
+// calls, each pause given to steerCopies calls of a round (more when the
+// pauses left are fewer), and runs round on each: round returns, for each
+// call, whether it stopped or returned, rather than waiting blocked behind
+// another stopped call. Pauses whose calls were all blocked run again in
+// the next round, until every pause has run or a round makes no progress.
+func (e *env) steerRounds(looks int, round func(pauses []int) (ran []bool)) {
+	pending := make([]int, min(looks+steerBeyond, maxLooks))
+	for i := range pending {
+		pending[i] = i + 1
+	}
+	n := e.steerKeys()
+	per := max(1, n/steerCopies)
+	for len(pending) > 0 {
+		this := pending[:min(per, len(pending))]
+		pending = pending[len(this):]
+		pauses := make([]int, n)
+		for i := range pauses {
+			pauses[i] = this[i%len(this)]
+		}
+		ran := round(pauses)
+		covered := map[int]bool{}
+		for i, p := range pauses {
+			if ran[i] {
+				covered[p] = true
+			}
+		}
+		if len(covered) == 0 {
+			return // every call was blocked: no progress to be had
+		}
+		var again []int
+		for _, p := range this {
+			if !covered[p] {
+				again = append(again, p)
+			}
+		}
+		pending = append(again, pending...)
+	}
+}
+
+// steerBeyond is how many looks past those of an unsteered call the
+// steered cases sweep: a call of a pipelining client (rueidis's) that is
+// stopped looks at its context more often than one that is not, since its
+// answer has then arrived before its next look, so the window between its
+// round trips can lie a look or two past the count.
+const steerBeyond = 3
+
+// steerCopies is how many calls of a round stop at the same look: a client
+// whose calls do not all look at their context the same number of times
+// (rueidis's, whose looks depend on its pipeline's state) then still has a
+// call stopped in each window.
+const steerCopies = 4
+
 // countLooks returns how many times a call of op looks at its context, the
 // most over a few calls: the steered cases stop calls at each look from the
-// first to one past this.
+// first to steerBeyond past this.
 func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) int {
 	t.Helper()
 	most := 0
@@ -144,35 +221,55 @@ func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) 
 	return r
 }
 
-// steerKeys is how many keys a steered case stops at one look number at
-// once: few, so that the stopped calls, which may each hold a connection of
-// a pool, leave the takeovers room even when the four steered cases run
-// together on one pool of Options.Callers connections.
-func (e *env) steerKeys() int { return max(1, e.opts.Callers/8) }
+// steerKeys is how many calls a steered round stops at once: half of
+// Options.Callers, so that the stopped calls, which may each hold a
+// connection of a pool of Options.Callers, leave the takeovers room, and
+// the takeovers can go through the stores of the other half of the racing
+// callers, which no stopped call uses.
+func (e *env) steerKeys() int { return max(1, e.opts.Callers/2) }
+
+// steerTTL is the ttl of the steered cases' locks: short, since each round
+// waits for the locks to expire, yet TTL/5 leaves the round trips of a
+// store that passes the expiry cases at TTL room.
+func (e *env) steerTTL() time.Duration { return max(e.opts.TTL/5, 6*time.Millisecond) }
 
 // steerTakeover returns the case that stops op at each of its looks while
 // the lock it concerns expires and a new owner takes the key over.
 func steerTakeover(op string) func(t testing.TB, e *env) {
 	return func(t testing.TB, e *env) {
-		ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+		ttl := e.steerTTL()
 		looks := e.countLooks(t, op, ttl)
 		if looks == 0 {
 			skip(t, e.name, "the store's "+op+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
 		}
-		stopped := 0
-		for pause := 1; pause <= looks+1; pause++ {
-			stopped += e.steerTakeoverAt(t, op, pause, ttl)
-		}
-		t.Logf("conformance: %s: stopped %d %s calls, at each of their %d looks at their context, while their locks expired and new owners took the keys over", e.name, stopped, op, looks)
+		stopped, rounds := 0, 0
+		e.steerRounds(looks, func(pauses []int) []bool {
+			n, ran := e.steerTakeoverAt(t, op, pauses, ttl)
+			stopped, rounds = stopped+n, rounds+1
+			return ran
+		})
+		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, op, rounds, looks, steerBeyond)
 	}
 }
 
-// steerTakeoverAt runs one round of steerTakeover: steerKeys keys, each
-// call stopped at its pause-th look. It returns how many calls stopped.
-func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Duration) int {
+// steerTakeoverAt runs one round of steerTakeover: a key per pause, its
+// call stopped at that look. It returns how many calls stopped, and which
+// calls stopped or returned (were not blocked behind another stopped call).
+func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Duration) (int, []bool) {
 	t.Helper()
-	n := e.steerKeys()
-	keys, olds, news := e.keys(n), e.racers("old", n, 0), e.racers("new", n, 1)
+	n := len(pauses)
+	// The new owners call through the other half of the racing callers'
+	// stores: a call stopped inside its client may hold that client's
+	// connection, and the takeover must not wait behind it.
+	keys, olds, news := e.keys(n), e.racers("old", n, 0), e.racers("new", 2*n, 0)[n:]
+	// One call through each new owner's store before the round, so that
+	// the takeovers do not open connections when they are timed. Its
+	// answer does not matter (other cases judge a Release of a free key).
+	race(n, func(i int) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		_, _ = e.storeOf(news[i]).Release(ctx, keys[i], news[i])
+	})
 	for i := range keys {
 		e.cleanupRelease(t, keys[i], news[i])
 		if op == "acquire" {
@@ -182,34 +279,58 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 		e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
 	}
 	tl := e.startTimeline()
-	ctxs, paused, old, wait := e.steerCalls(n, pause, e.opts.Timeout+4*ttl, ttl, func(i int, ctx context.Context) result {
+	ctxs, paused, blocked, old, wait := e.steerCalls(pauses, e.opts.Timeout+4*ttl, ttl/4, func(i int, ctx context.Context) result {
 		return e.do(ctx, op, keys[i], olds[i], ttl)
 	})
+	ran := make([]bool, n)
+	for i := range ran {
+		ran[i] = !blocked[i]
+	}
 	if !slices.Contains(paused, true) {
 		wait()
-		return 0 // the calls made fewer looks than pause
+		return 0, ran // the calls made fewer looks than their pauses
 	}
 	if op == "acquire" {
 		// The lock the stopped Acquire may have written is younger
 		// than the timeline: count its ttl from the stop.
 		tl = e.startTimeline()
 	}
-	// The new owners try to take the keys of the stopped calls once their
-	// locks have expired, again until 2 × ttl: a lock renewed (or taken)
-	// before the stop stays held, and the try fails.
+	// The new owners take the keys of the stopped calls over once their
+	// locks have expired (gone already allows the store's declared
+	// lateness). A lock renewed before the stop stays held, and the try
+	// fails; trying again would only wait for a renewal of a minute, so a
+	// takeover of a stopped Renew or Release tries once. A stopped Acquire
+	// may have written its lock later than the timeline started (a
+	// pipelining client sends it while the call is stopped), so its
+	// takeover tries again until 2 × ttl.
 	taken := make([]result, n)
-	tl.until(goneCheck(ttl))
-	if e.opts.AdvanceTime == nil {
-		// A takeover that waits for a row the stopped call has locked
-		// must not wait for ever: the stopped calls go on at 3 × ttl.
-		stop := time.AfterFunc(time.Until(tl.start.Add(3*ttl)), func() {
+	tl.until(e.gone(ttl))
+	// A takeover may wait for a row, a pool's mutex or its one connection
+	// that a stopped call holds: once every takeover that could return has
+	// (none returned for a quarter of a ttl), the stopped calls go on, and
+	// the blocked takeovers with them.
+	var took sync.WaitGroup
+	took.Add(n)
+	go func() {
+		all := make(chan struct{})
+		go func() { took.Wait(); close(all) }()
+		for {
+			select {
+			case <-all:
+				return
+			case <-time.After(ttl / 4):
+			}
+			if e.opts.AdvanceTime != nil {
+				continue // the store's clock stands still: no row waits
+			}
 			for _, c := range ctxs {
 				c.goOn()
 			}
-		})
-		defer stop.Stop()
-	}
+			return
+		}
+	}()
 	race(n, func(i int) {
+		defer took.Done()
 		if !paused[i] {
 			return
 		}
@@ -217,7 +338,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 			ctx, cancel := e.ctx()
 			taken[i].token, taken[i].ok, taken[i].err = e.storeOf(news[i]).Acquire(ctx, keys[i], news[i], holdTTL)
 			cancel()
-			if taken[i].ok || taken[i].err != nil || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
+			if taken[i].ok || taken[i].err != nil || op != "acquire" || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
 				return
 			}
 			time.Sleep(ttl / 10)
@@ -231,7 +352,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 		}
 		stopped++
 		if old[i].err != nil {
-			callFailed(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pause), old[i].err)
+			callFailed(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pauses[i]), old[i].err)
 		}
 		if taken[i].err != nil {
 			callFailed(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err)
@@ -240,7 +361,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 			continue // the old call took effect before the stop: nothing to judge
 		}
 		where := fmt.Sprintf("The kit stopped %s's %s of %s at the call's look number %d at its context (client libraries look before each round trip); while it was stopped, the lock expired and %s acquired the key (token %d); then the kit let the call go on",
-			olds[i], op, show(keys[i]), pause, news[i], taken[i].token)
+			olds[i], op, show(keys[i]), pauses[i], news[i], taken[i].token)
 		switch {
 		case op == "renew" && old[i].ok:
 			proof(t, "%s, and it returned true: two owners now believe they hold the key. A Renew that answers true must have extended a live lock of its owner, and then no one else could have acquired the key; this one read the owner in one round trip and wrote in another", where)
@@ -257,7 +378,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
 		}
 	}
-	return stopped
+	return stopped, ran
 }
 
 // acquireCutShort cancels Acquire calls at each of their looks at their
@@ -265,33 +386,36 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pause int, ttl time.Durat
 // ttl has passed: whatever the outcome of a cut-short Acquire, acquired,
 // not acquired or an error, no lock may outlive its ttl.
 func acquireCutShort(t testing.TB, e *env) {
-	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+	ttl := e.steerTTL()
 	looks := e.countLooks(t, "acquire", ttl)
 	if looks == 0 {
 		skip(t, e.name, "the store's Acquire calls never look at their context (Done or Err), so the kit cannot cut them short between round trips", "pass the call's context to the client library")
 	}
-	n := e.steerKeys()
 	type cut struct {
 		key, owner string
 		pause      int
 	}
 	var cuts []cut
-	for pause := 1; pause <= looks+1; pause++ {
-		keys, owners := e.keys(n), e.racers("cut", n, pause)
+	e.steerRounds(looks, func(pauses []int) []bool {
+		n := len(pauses)
+		keys, owners := e.keys(n), e.racers("cut", n, len(cuts))
 		for i := range keys {
 			e.cleanupRelease(t, keys[i], owners[i])
 		}
-		ctxs, paused, _, wait := e.steerCalls(n, pause, e.opts.Timeout, ttl, func(i int, ctx context.Context) result {
+		ctxs, paused, blocked, _, wait := e.steerCalls(pauses, e.opts.Timeout, ttl/4, func(i int, ctx context.Context) result {
 			return e.do(ctx, "acquire", keys[i], owners[i], ttl)
 		})
+		ran := make([]bool, n)
 		for i := range n {
+			ran[i] = !blocked[i]
 			if paused[i] {
 				ctxs[i].cancel(context.Canceled)
-				cuts = append(cuts, cut{keys[i], owners[i], pause})
+				cuts = append(cuts, cut{keys[i], owners[i], pauses[i]})
 			}
 		}
 		wait()
-	}
+		return ran
+	})
 	// Every call has returned: whatever each wrote, its ttl started before
 	// now. Each key must be free by 2 × ttl (a lock written late by a
 	// server that read the cancelled statement from its socket has had a

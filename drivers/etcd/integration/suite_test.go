@@ -2,7 +2,6 @@ package integration
 
 import (
 	"crypto/rand"
-	"flag"
 	"testing"
 	"time"
 
@@ -18,32 +17,17 @@ import (
 
 // kitTTL: the store grants leases of ttl + 100ms rounded up to whole
 // seconds (12s here), and etcd's leader frees them on its scan (every
-// 500ms) through raft, so a lock is free between ttl and ttl + 100ms + the
-// scan's lateness (up to 500ms and a raft round, more on a loaded machine). The
-// kit's expiry cases allow ttl/6 of lateness (almost 2s here) and do not
-// read the store's declared precision yet.
+// 500ms) through raft, so a lock is free between ttl and ttl + the store's
+// declared expiry precision (Store.ExpiryPrecision): the kit's checks that
+// a lock is gone, its race cases and its history judge wait that much
+// longer, and its checks that a lock is held do not move. token-floor-after-
+// reset accepts the store's core.ErrTokensNotResettable and checks that
+// tokens grow across release, expiry and writes instead (see docs/etcd.md).
 const kitTTL = 11900 * time.Millisecond
 
-// kitSkips are the kit's cases this suite skips, and why (see docs/etcd.md):
-//   - token-floor-after-reset: etcd's revision cannot be sent back without
-//     restoring the whole keyspace; the store's ResetTokens answers
-//     core.ErrTokensNotResettable, which the kit does not accept yet.
-//   - race-renew-release-takeover and race-batch-takeover: the kit's
-//     history check allows 2ms of expiry lateness and does not read the
-//     store's declared precision (core.ExpiryLateness); etcd frees a lease
-//     up to a second late, so a takeover or renewal that the history calls
-//     impossible is only late, never early.
-const kitSkips = "token-floor-after-reset|race-renew-release-takeover|race-batch-takeover"
-
-// TestSuite runs the conformance kit on etcd, with 32 callers per race.
-func TestSuite(t *testing.T) {
-	// Ginkgo's skip flag adds each value to those given on the command
-	// line.
-	if err := flag.Set("ginkgo.skip", kitSkips); err != nil {
-		t.Fatal(err)
-	}
-	testserver.RunSuite(t, "etcdstore")
-}
+// TestSuite runs the conformance kit on etcd, with 32 callers per race,
+// every case included.
+func TestSuite(t *testing.T) { testserver.RunSuite(t, "etcdstore") }
 
 var _ = Describe("etcd", Label("etcd"), Ordered, func() {
 	var endpoints []string
