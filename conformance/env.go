@@ -130,6 +130,15 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.opts.Timeout)
 }
 
+// timed runs one store call of the kit's and notes how long it took (see
+// recorder.noteCall): a call that came back late may have been run by the
+// store late too, after a lock's ttl, and a check it failed proves nothing.
+func (e *env) timed(t testing.TB, call func()) {
+	start := time.Now()
+	call()
+	noteCall(t, time.Since(start))
+}
+
 func callFailed(t testing.TB, call string, err error) {
 	t.Helper()
 	failWith(t, fixStoreError, "%s returned an error: %v; the kit expects a working store to answer this call (only a failed call, such as a cancelled context or a lost connection, may return an error)", call, err)
@@ -140,7 +149,12 @@ func (e *env) acquire(t testing.TB, key, owner string, ttl time.Duration) (int64
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	token, ok, err := e.storeOf(owner).Acquire(ctx, key, owner, ttl)
+	var (
+		token int64
+		ok    bool
+		err   error
+	)
+	e.timed(t, func() { token, ok, err = e.storeOf(owner).Acquire(ctx, key, owner, ttl) })
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Acquire(%s, %q, %v)", show(key), owner, ttl), err)
 	}
@@ -152,7 +166,11 @@ func (e *env) renew(t testing.TB, key, owner string, ttl time.Duration) bool {
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ok, err := e.storeOf(owner).Renew(ctx, key, owner, ttl)
+	var (
+		ok  bool
+		err error
+	)
+	e.timed(t, func() { ok, err = e.storeOf(owner).Renew(ctx, key, owner, ttl) })
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Renew(%s, %q, %v)", show(key), owner, ttl), err)
 	}
@@ -164,7 +182,11 @@ func (e *env) release(t testing.TB, key, owner string) bool {
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	ok, err := e.storeOf(owner).Release(ctx, key, owner)
+	var (
+		ok  bool
+		err error
+	)
+	e.timed(t, func() { ok, err = e.storeOf(owner).Release(ctx, key, owner) })
 	if err != nil {
 		callFailed(t, fmt.Sprintf("Release(%s, %q)", show(key), owner), err)
 	}

@@ -226,6 +226,7 @@ func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 	o.paused.pause()
 	o.pausedAt = c.now()
 	if lost := o.paused.lostLocks(); len(lost) != 0 {
+		lostLate(t, lost, c.ttl)
 		t.Fatalf("i0 lost a lock while it was alive, before it paused (%s); the store must confirm every renewal of a live lock by its holder", describeLost(lost))
 	}
 	allSkipped(t, c.tick(1, 2), core.SkipOtherInstance, "the tick right after i0 paused, with its lease renewed less than ttl/3 before")
@@ -269,6 +270,7 @@ func pausedOwner(t testing.TB, e *env, opts ...core.JobOption) *pauseOutcome {
 	// The loss is reported before resume returns; the run's context ends
 	// just after, from another goroutine.
 	if lost := o.paused.lostLocks(); len(lost) != 0 {
+		lostLate(t, lost, c.ttl)
 		t.Fatalf("i0 lost a lock while it was paused (%s); a paused instance, whose clock does not move, cannot notice anything", describeLost(lost))
 	}
 	o.paused.resume()

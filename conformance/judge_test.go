@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -55,5 +56,60 @@ func TestJudgeCallsALateFailureInconclusive(t *testing.T) {
 	o = judge(t, onTime, newStore, Options{})
 	if runs != 1 || !o.failed || !strings.Contains(strings.Join(o.messages, "\n"), "broken") {
 		t.Errorf("a failure on time: ran %d times, verdict %v; want one run and the failure", runs, o)
+	}
+}
+
+// slowStore answers every Acquire after a delay, as a single-writer store
+// whose calls queue behind others' does under load.
+type slowStore struct {
+	core.LockStore
+	delay time.Duration
+}
+
+func (s slowStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	time.Sleep(s.delay)
+	return s.LockStore.Acquire(ctx, key, owner, ttl)
+}
+
+// TestJudgeCallsASlowCallInconclusive: a check that failed after one of
+// the kit's store calls took longer than the case tolerates proves nothing
+// (the store may have run it after the ttl): rerun once, then inconclusive,
+// with the call's time and no fix; a failure with calls on time stays a
+// failure.
+func TestJudgeCallsASlowCallInconclusive(t *testing.T) {
+	for _, delay := range []time.Duration{0, 30 * time.Millisecond} {
+		runs := 0
+		c := Case{Name: "slow-probe", Fix: "a fix that must not be shown", run: func(t testing.TB, e *env) {
+			runs++
+			e.mustBeHeld(t, e.key(), "a key nobody took, which a broken check calls held")
+		}}
+		newStore := func(testing.TB) core.LockStore { return slowStore{core.NewMemoryStore(), delay} }
+		// TTL 60ms: the case tolerates 10ms.
+		o := judge(t, c, newStore, Options{TTL: 60 * time.Millisecond})
+		msg := strings.Join(o.messages, "\n")
+		switch {
+		case delay == 0 && (runs != 1 || !o.failed || strings.Contains(msg, "inconclusive")):
+			t.Errorf("calls on time: ran %d times, verdict %v; want one run and a plain failure", runs, o)
+		case delay > 0 && (runs != 2 || !o.failed || !strings.HasPrefix(msg, "inconclusive: a store call of the case took at least ") || strings.Contains(msg, "Usual fix")):
+			t.Errorf("a slow call: ran %d times, verdict %v; want two runs and an inconclusive failure naming the call's time, without a fix", runs, o)
+		}
+	}
+}
+
+// TestLostLateIsTimingEvidence: losses whose renewals were not confirmed in
+// time are evidence of slow calls for the judge; a refused renewal is not.
+func TestLostLateIsTimingEvidence(t *testing.T) {
+	lost := func(r core.LossReason) []core.Event {
+		return []core.Event{{Type: core.EventLockLost, Err: &core.LockLostError{Key: "k", Reason: r}}}
+	}
+	for _, c := range []struct {
+		reason core.LossReason
+		want   time.Duration
+	}{{core.LostDeadline, 4 * time.Second}, {core.LostRefused, 0}} {
+		r := &recorder{TB: t}
+		lostLate(&caseTB{TB: r}, lost(c.reason), 6*time.Second)
+		if r.slowest != c.want {
+			t.Errorf("a loss %v: the judge is told of a call of %v; want %v", c.reason, r.slowest, c.want)
+		}
 	}
 }

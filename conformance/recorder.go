@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/core"
 )
@@ -22,6 +23,7 @@ type recorder struct {
 	failed   bool
 	skipped  bool
 	definite bool // a failure that no lateness of the process explains (see caseTB.proof)
+	slowest  time.Duration // the slowest store call of the case (see noteCall)
 	messages []string
 	logs     []string
 	cleanups []func()
@@ -45,6 +47,13 @@ func (r *recorder) log(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.logs = append(r.logs, msg)
+}
+
+// noteCall records that a store call of the case took d.
+func (r *recorder) noteCall(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slowest = max(r.slowest, d)
 }
 
 // proven marks the failures as proof against the store, whatever the
@@ -96,7 +105,8 @@ func (r *recorder) Cleanup(f func()) {
 // outcome is what a recorded case reported.
 type outcome struct {
 	failed, skipped bool
-	definite        bool // the failure is proof whatever the process's lateness
+	definite        bool          // the failure is proof whatever the process's lateness
+	slowest         time.Duration // the slowest store call of the case
 	messages        []string
 	logs            []string
 }
@@ -139,7 +149,7 @@ func (p *pending) wait() outcome {
 	<-p.done
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
-	return outcome{failed: p.r.failed, skipped: p.r.skipped, definite: p.r.definite, messages: p.r.messages, logs: p.r.logs}
+	return outcome{failed: p.r.failed, skipped: p.r.skipped, definite: p.r.definite, slowest: p.r.slowest, messages: p.r.messages, logs: p.r.logs}
 }
 
 // report hands an outcome to the real test.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -47,17 +48,29 @@ func (t *caseTB) Fatalf(format string, args ...any) {
 	t.TB.Fatal(t.withFix(fmt.Sprintf(format, args...)))
 }
 
+// recorderOf returns the recorder under t, if any.
+func recorderOf(t testing.TB) *recorder {
+	if ct, ok := t.(*caseTB); ok {
+		t = ct.TB
+	}
+	r, _ := t.(*recorder)
+	return r
+}
+
+// noteCall records that a store call made for the case took d (see judge).
+func noteCall(t testing.TB, d time.Duration) {
+	if r := recorderOf(t); r != nil {
+		r.noteCall(d)
+	}
+}
+
 // proof ends the case with a failure that proves the store broken whatever
 // the machine's load: an answer no timing explains (two owners of one key,
 // a token that went back). The kit's lateness rule (see judge) does not turn
 // it into an inconclusive verdict.
 func proof(t testing.TB, format string, args ...any) {
 	t.Helper()
-	inner := t
-	if ct, ok := t.(*caseTB); ok {
-		inner = ct.TB
-	}
-	if r, ok := inner.(*recorder); ok {
+	if r := recorderOf(t); r != nil {
 		r.proven()
 	}
 	t.Fatalf(format, args...)
