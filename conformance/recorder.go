@@ -22,7 +22,7 @@ type recorder struct {
 	mu       sync.Mutex
 	failed   bool
 	skipped  bool
-	definite bool // a failure that no lateness of the process explains (see caseTB.proof)
+	definite bool          // a failure that no lateness of the process explains (see caseTB.proof)
 	slowest  time.Duration // the slowest store call of the case (see noteCall)
 	messages []string
 	logs     []string
