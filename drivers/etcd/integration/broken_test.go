@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/conformance"
+	"github.com/leasehold/leasehold/core"
+	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
+	"github.com/leasehold/leasehold/internal/testserver/etcdserver"
+)
+
+// brokenTTL is the kit's ttl in TestKitFailsBrokenEtcdStores, chosen so
+// that a lease rounded down is caught by a check the contract backs. The
+// driver grants leases of ttl + 100ms rounded up (4s) and declares 1.2s of
+// lateness (ExpiryPrecision); a copy that rounds down grants 3s. etcd frees
+// a lease about 0.45s after its end (the leader's 500ms scan, then raft),
+// so that copy frees a lock about 3.45s after it was set, 0.35s before its
+// ttl. renew-by-holder renews at ttl/2 (1.9s) and checks that the lock is
+// held at ttl + ttl/6 + 1.2s (5.63s): before the renewal's ttl runs out
+// (5.7s), since the lateness is under ttl/3. The driver's lease holds it
+// until 5.9s at least; the copy's is gone at about 5.35s. A copy that frees
+// at ttl/2 grants 2s (etcd's minimum), and expiry-frees-key's probe at
+// ttl - ttl/6 (3.17s) finds its lock gone too.
+const brokenTTL = 3800 * time.Millisecond
+
+// grantSlack is the driver's own slack (etcdstore's grantSlack): it grants
+// a lease of ttl + 100ms rounded up to whole seconds.
+const grantSlack = 100 * time.Millisecond
+
+// flawedLease is a copy of the driver with one flaw in its lease: Acquire,
+// Renew and RenewBatch hand the driver the ttl that lease returns instead
+// of the caller's. It embeds the real store, so every other capability the
+// kit uses reaches the driver unchanged: ExpiryPrecision (for the caller's
+// ttl, as the flawed copy would still declare it), RenewBatch's MaxBatch,
+// List, ResetTokens and Valid.
+type flawedLease struct {
+	*etcdstore.Store
+	lease func(ttl time.Duration) time.Duration
+}
+
+func (s flawedLease) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	return s.Store.Acquire(ctx, key, owner, s.lease(ttl))
+}
+
+func (s flawedLease) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	return s.Store.Renew(ctx, key, owner, s.lease(ttl))
+}
+
+func (s flawedLease) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	flawed := slices.Clone(leases)
+	for i := range flawed {
+		flawed[i].TTL = s.lease(flawed[i].TTL)
+	}
+	return s.Store.RenewBatch(ctx, flawed)
+}
+
+var (
+	_ core.ExpiryPrecisioner       = flawedLease{}
+	_ core.BatchRenewer            = flawedLease{}
+	_ core.Lister                  = flawedLease{}
+	_ core.Validator               = flawedLease{}
+	_ conformance.TokenResetter    = flawedLease{}
+	_ interface{ String() string } = flawedLease{}
+)
+
+// roundedDown is the lease of a driver whose leaseSeconds cuts the ttl to
+// whole seconds (at least one) instead of rounding ttl + 100ms up: the
+// driver is handed the whole seconds less its slack, so that it grants
+// exactly them.
+func roundedDown(ttl time.Duration) time.Duration {
+	return max(ttl.Truncate(time.Second), time.Second) - grantSlack
+}
+
+// halved is the lease of a driver that frees a lock at half its ttl (a
+// ttl read as half its unit, a lease meant to be renewed at ttl/2 taken as
+// the lock's expiry).
+func halved(ttl time.Duration) time.Duration { return max(ttl/2, time.Millisecond) }
+
+// verdict is a testing.TB that records what a case reports instead of
+// failing the test, so that the test can require the kit to fail a flawed
+// store. Like testing.T's, its FailNow and SkipNow end the calling
+// goroutine, so each case runs in a goroutine of its own.
+type verdict struct {
+	testing.TB // the real test: for Name, TempDir, Cleanup and the like
+
+	mu       sync.Mutex
+	failed   bool
+	skipped  bool
+	messages []string
+}
+
+func (v *verdict) note(failed, skipped bool, msg string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failed, v.skipped = v.failed || failed, v.skipped || skipped
+	if msg != "" {
+		v.messages = append(v.messages, msg)
+	}
+}
+
+func (v *verdict) Helper()                         {}
+func (v *verdict) Log(args ...any)                 {}
+func (v *verdict) Logf(format string, args ...any) {}
+func (v *verdict) Error(args ...any)               { v.note(true, false, fmt.Sprint(args...)) }
+func (v *verdict) Errorf(format string, args ...any) {
+	v.note(true, false, fmt.Sprintf(format, args...))
+}
+func (v *verdict) Fail()             { v.note(true, false, "") }
+func (v *verdict) FailNow()          { v.note(true, false, ""); runtime.Goexit() }
+func (v *verdict) Fatal(args ...any) { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
+func (v *verdict) Fatalf(format string, args ...any) {
+	v.note(true, false, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (v *verdict) Skip(args ...any) { v.note(false, true, fmt.Sprint(args...)); runtime.Goexit() }
+func (v *verdict) Skipf(format string, args ...any) {
+	v.note(false, true, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (v *verdict) SkipNow() { v.note(false, true, ""); runtime.Goexit() }
+func (v *verdict) Failed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.failed
+}
+func (v *verdict) Skipped() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.skipped
+}
+
+// message is the verdict's first message, on one line.
+func (v *verdict) message() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.messages) == 0 {
+		return ""
+	}
+	m := v.messages[0]
+	if i := strings.IndexByte(m, '\n'); i >= 0 {
+		m = m[:i]
+	}
+	return m
+}
+
+// expiryCases are the kit's cases that call a store directly and let a
+// lock expire: the ones a lease that is too short can fail. They wait in
+// real time, so they run together. The race cases are left out: their
+// hundreds of calls at once would slow the embedded member (in the test's
+// own process, under -race) by more than the lateness the cases allow. So
+// is batch-mixed-leases: it checks that its leases of TTL/2 are free TTL/2 +
+// TTL/6 after they were set, without the store's declared precision, which
+// the driver's 2s leases (etcd's minimum) do not meet at this ttl; at the
+// suite's ttl they do.
+func expiryCases() []conformance.Case {
+	var cases []conformance.Case
+	for _, c := range conformance.Cases() {
+		if c.Waits && !c.Concurrent && c.Group != "instances" && c.Name != "batch-mixed-leases" {
+			cases = append(cases, c)
+		}
+	}
+	return cases
+}
+
+// TestKitFailsBrokenEtcdStores runs the kit's expiry cases against two
+// copies of the driver with a lease that is too short, and against the
+// driver itself, on one embedded member, all at once (about 2 × brokenTTL):
+// the kit must fail each copy, conclusively, in the cases named for it
+// (and it may fail others), and pass the driver in every one of them. The
+// copies declare the driver's expiry precision, so what the kit catches is
+// the lease alone.
+func TestKitFailsBrokenEtcdStores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits in real time")
+	}
+	endpoints := etcdserver.Endpoints(t)
+	stores := []struct {
+		name string
+		wrap func(*etcdstore.Store) core.LockStore
+		// must is the cases that must fail; nil for the driver, which
+		// must pass every case.
+		must []string
+	}{
+		{"driver", func(s *etcdstore.Store) core.LockStore { return s }, nil},
+		{"rounds the lease down", func(s *etcdstore.Store) core.LockStore { return flawedLease{s, roundedDown} }, []string{"renew-by-holder"}},
+		{"frees before its ttl", func(s *etcdstore.Store) core.LockStore { return flawedLease{s, halved} }, []string{"expiry-frees-key", "renew-by-holder"}},
+	}
+	cases := expiryCases()
+	opts := conformance.Options{Callers: 4, TTL: brokenTTL}
+	verdicts := make([][]*verdict, len(stores))
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		cli := newClient(t, endpoints)
+		prefix := "leasehold-broken-" + rand.Text()[:8] + "/"
+		newStore := func(testing.TB) core.LockStore {
+			return s.wrap(etcdstore.NewWithOptions(cli, etcdstore.Options{Prefix: prefix}))
+		}
+		verdicts[i] = make([]*verdict, len(cases))
+		for j, c := range cases {
+			v := &verdict{TB: t}
+			verdicts[i][j] = v
+			wg.Go(func() {
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					c.Run(v, newStore, opts)
+				}()
+				<-done
+			})
+		}
+	}
+	wg.Wait()
+	for i, s := range stores {
+		var failed []string
+		for j, c := range cases {
+			v := verdicts[i][j]
+			switch {
+			case v.failed && strings.Contains(strings.Join(v.messages, "\n"), "inconclusive"):
+				t.Errorf("%s: %s was inconclusive: %s", s.name, c.Name, v.message())
+			case v.failed:
+				failed = append(failed, c.Name)
+				if s.must == nil {
+					t.Errorf("%s: the kit's case %s failed the driver: %s", s.name, c.Name, strings.Join(v.messages, "\n"))
+				} else {
+					t.Logf("%s: %s failed it: %s", s.name, c.Name, v.message())
+				}
+			case v.skipped:
+				t.Logf("%s: %s skipped: %s", s.name, c.Name, v.message())
+			}
+		}
+		for _, name := range s.must {
+			if !slices.Contains(failed, name) {
+				t.Errorf("%s: the kit's case %s passed this flawed copy of the driver (failed: %v)", s.name, name, failed)
+			}
+		}
+		if s.must == nil {
+			t.Logf("%s: passed %d expiry cases", s.name, len(cases)-len(failed))
+		} else {
+			t.Logf("%s: failed %d of %d expiry cases: %s", s.name, len(failed), len(cases), strings.Join(failed, ", "))
+		}
+	}
+}
