@@ -19,7 +19,7 @@ import (
 const unlistenTimeout = 2 * time.Second
 
 // PoolListener returns a [sqlstore.Listener] that listens on one
-// connection of pool, held while the store has waiters (and 10s more).
+// connection of pool, held while the store has waiters (and 1s more).
 // [New] gives a store on a *pgxpool.Pool one already; pass
 // [sqlstore.WithoutNotifications] to New to go without.
 func PoolListener(pool *pgxpool.Pool) sqlstore.Listener { return poolListener{pool} }
@@ -38,7 +38,7 @@ func (l poolListener) Listen(ctx context.Context, channel string, ready func(), 
 // DBListener returns a [sqlstore.Listener] for a store over database/sql
 // with pgx's stdlib driver (sqlstore.New(db, sqlstore.Postgres,
 // sqlstore.WithListener(pgxstore.DBListener(db)))): it listens on one
-// connection of db, held while the store has waiters (and 10s more). A
+// connection of db, held while the store has waiters (and 1s more). A
 // connection of another driver is an error, logged by the store, which
 // then works without notifications.
 func DBListener(db *sql.DB) sqlstore.Listener { return dbListener{db} }

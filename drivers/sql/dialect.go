@@ -40,9 +40,9 @@ type templates struct {
 	// concurrent migrations wait for each other.
 	migrateLock string
 
-	// acquire, one statement: returns one row (the token) when it acquired,
-	// none when the key is held (SQLite); PostgreSQL's answers a row
-	// either way, (token, 0) or (0, milliseconds the holder has left).
+	// acquire, one statement: returns one row (token, 0) when it acquired,
+	// none when the key is held (SQLite), or (0, the milliseconds the
+	// holder has left) (PostgreSQL).
 	acquire string
 	// left returns the milliseconds a live holder of the key has left,
 	// read after a refused acquire (SQLite).

@@ -36,7 +36,7 @@ type Listener interface {
 // WithListener makes a PostgreSQL store wake the waiters of this process
 // when a release by any process commits: its release statement notifies
 // the table's channel (pg_notify, delivered at commit), and l listens to
-// it on one connection, opened at the first wait and closed 10s after the
+// it on one connection, opened at the first wait and closed 1s after the
 // last. A LISTEN that fails (a pooler in transaction mode cannot LISTEN)
 // is logged once as a warning; the store then works without
 // notifications, its waiters trying at the end of the holder's lease and
@@ -57,7 +57,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // Timings of the listener.
 const (
-	listenLinger = 10 * time.Second // listening after the last waiter left
+	// listenLinger is how long the store keeps listening after its last
+	// waiter left: short, since the connection is held from its pool (and
+	// a pool's Close waits for it).
+	listenLinger = time.Second
 	listenRetry  = 5 * time.Second  // between failed LISTENs
 )
 

@@ -48,7 +48,7 @@ SET owner = excluded.owner,
     token = max(` + next + `, l.token + 1),
     expires_at = excluded.expires_at
 WHERE l.owner IS NULL OR l.expires_at <= ` + now + `
-RETURNING token`,
+RETURNING token, 0`,
 		renew: `UPDATE ` + t + ` SET expires_at = ` + now + ` + {ttl}
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
 		// As on PostgreSQL, from a JSON array of [key, owner, ttl] (with
