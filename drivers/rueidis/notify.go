@@ -2,6 +2,7 @@ package rueidisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,7 +160,11 @@ func (s *Store) receive(ctx context.Context, channel string, sub *channelSub, pr
 		// Still wanted: the connection or the slot went away. The waiters
 		// keep their backoff until the subscription is confirmed again,
 		// which wakes them (not now: the connection is likely broken).
-		if !lost.Swap(true) {
+		if errors.Is(err, rueidis.ErrClosing) {
+			// The application is closing the client (or it cannot
+			// connect at all): nothing to warn about here.
+			s.log.Debug("rueidisstore: release notifications stopped", "channel", channel, "err", err)
+		} else if !lost.Swap(true) {
 			s.log.Warn("rueidisstore: lost the subscription to release notifications; waiters fall back to their backoff until it is back", "channel", channel, "err", err)
 		}
 		select {
