@@ -61,7 +61,7 @@ const (
 	// waiter left: short, since the connection is held from its pool (and
 	// a pool's Close waits for it).
 	listenLinger = time.Second
-	listenRetry  = 5 * time.Second  // between failed LISTENs
+	listenRetry  = 5 * time.Second // between failed LISTENs
 )
 
 // listening is a Store's side of its notifications: the waiters by key,
