@@ -181,6 +181,7 @@ var groups = []func() []Case{
 	storeCases,
 	listerCases,
 	batchCases,
+	notifyCases,
 	instanceCases,
 }
 
