@@ -138,8 +138,8 @@ func (l *Locks) Store() LockStore { return l.store }
 // (a [Notifier]), when the holder's lease ends as the store reported it (a
 // [TryAcquirer]), and in any case at its jittered backoff step (up to 1s,
 // or 2.5s to 5s on a store that notifies), so that a lost notification
-// costs latency, never a stuck waiter. A key held by someone else for the whole attempt is
-// an error matching [ErrNotAcquired].
+// costs latency, never a stuck waiter. A key held by someone else for the
+// whole attempt is an error matching [ErrNotAcquired].
 //
 // The lock lives inside ctx: when ctx ends, the lock's context ends with it
 // and the lock is released. Pass a context that lives as long as the work
