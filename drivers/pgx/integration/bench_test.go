@@ -84,8 +84,8 @@ func BenchmarkStore(b *testing.B) {
 			return err
 		},
 		func() error {
-			var token int64
-			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
+			var token, left int64
+			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token, &left); err != nil {
 				return err
 			}
 			_, err := pool.Exec(ctx, releaseSQL, benchKey, benchOwner)
@@ -107,8 +107,8 @@ func BenchmarkStore(b *testing.B) {
 			return lk.Release(ctx)
 		},
 		func() error {
-			var token int64
-			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
+			var token, left int64
+			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token, &left); err != nil {
 				return err
 			}
 			_, err := pool.Exec(ctx, releaseSQL, benchKey, benchOwner)
