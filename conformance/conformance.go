@@ -195,6 +195,7 @@ var groups = []func() []Case{
 	listerCases,
 	batchCases,
 	batchPartialCases,
+	notifyCases,
 	instanceCases,
 }
 

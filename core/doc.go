@@ -98,8 +98,9 @@
 // A store implements [LockStore] (three atomic calls, following the rules
 // written on it and in docs/store-contract.md) and may implement the
 // optional [Lister] (listing [LockInfo]), [BatchRenewer] (renewing many
-// [Lease] values in one call) and [ExpiryPrecisioner] (see
-// [ExpiryLateness]). [ValidateKey] and [ValidateTTL] are the rules [Locks]
+// [Lease] values in one call), [Notifier] and [TryAcquirer] (waking a
+// waiting Acquire when a key may be free, or when its holder's lease
+// ends) and [ExpiryPrecisioner] (see [ExpiryLateness]). [ValidateKey] and [ValidateTTL] are the rules [Locks]
 // checks before it calls a store, which may trust its arguments. A store
 // that breaks the contract is reported with a [*StoreContractError]
 // (matching [ErrBrokenStore]); [ErrTokensNotResettable] is for a store's

@@ -38,7 +38,9 @@ type Locks struct {
 	closed bool
 	held   map[*Lock]struct{}
 	tokens map[string]int64 // highest token seen per key, to catch a broken store
-	guards guardRegistry    // jobs and elections, shut down first by Close
+	// waiting holds the waiting Acquires, woken by this instance's releases.
+	waiting waiters
+	guards  guardRegistry // jobs and elections, shut down first by Close
 
 	inCallback atomic.Int32 // user callbacks running now, see callback
 }
@@ -130,9 +132,14 @@ func describe(store LockStore) string {
 func (l *Locks) Store() LockStore { return l.store }
 
 // Acquire takes key and returns the held [Lock]. By default it tries once; with
-// [WithWait] it keeps trying with jittered backoff until it succeeds, the wait
-// ends, or ctx is done. A key held by someone else for the whole attempt is
-// an error matching [ErrNotAcquired].
+// [WithWait] it keeps trying until it succeeds, the wait ends, or ctx is
+// done. A waiting Acquire tries again as soon as the key may be free: when
+// a release through this Locks frees it, when the store notifies a release
+// (a [Notifier]), when the holder's lease ends as the store reported it (a
+// [TryAcquirer]), and in any case at its jittered backoff step (up to 1s,
+// or 2.5s to 5s on a store that notifies), so that a lost notification
+// costs latency, never a stuck waiter. A key held by someone else for the
+// whole attempt is an error matching [ErrNotAcquired].
 //
 // The lock lives inside ctx: when ctx ends, the lock's context ends with it
 // and the lock is released. Pass a context that lives as long as the work
@@ -165,10 +172,30 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 	owner := l.newOwner()
 	waitEnd := l.clock.Now().Add(cfg.wait)
 	backoff := newBackoff(cfg.ttl)
+	// A waiting Acquire subscribes before its first try, so that a release
+	// between a refused try and the wait wakes it (see Notifier).
+	var w *waiter
+	notified := false
+	if cfg.wait > 0 {
+		w = newWaiter()
+		var unsubscribe func()
+		notified, unsubscribe = l.subscribe(key, w)
+		defer unsubscribe()
+	}
 	for {
 		sent := l.clock.Now()
 		octx, end := l.observe(ctx, Op{Type: OpAcquire, Key: key, Kind: cfg.kind})
-		token, ok, err := l.store.Acquire(octx, key, owner, cfg.ttl)
+		var (
+			token int64
+			ok    bool
+			left  time.Duration
+			err   error
+		)
+		if w != nil {
+			token, ok, left, err = l.tryAcquire(octx, key, owner, cfg.ttl)
+		} else {
+			token, ok, err = l.store.Acquire(octx, key, owner, cfg.ttl)
+		}
 		end(ok, err)
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
@@ -178,11 +205,11 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		if ok {
 			return l.hold(ctx, key, owner, token, cfg, sent)
 		}
-		left := waitEnd.Sub(l.clock.Now())
-		if left <= 0 {
+		waitLeft := waitEnd.Sub(l.clock.Now())
+		if waitLeft <= 0 {
 			return nil, fmt.Errorf("%w: %q", ErrNotAcquired, key)
 		}
-		if err := sleep(ctx, l.clock, min(backoff.next(), left)); err != nil {
+		if err := await(ctx, l.clock, w, min(nextTry(backoff, notified, left), waitLeft)); err != nil {
 			return nil, fmt.Errorf("%w: %q: %w", ErrNotAcquired, key, err)
 		}
 		if l.isClosed() {
@@ -324,6 +351,7 @@ func (l *Locks) Close(ctx context.Context) error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	l.waiting.wakeAll() // waiting Acquires return ErrClosed now
 
 	err := l.guards.shutdown(ctx)
 

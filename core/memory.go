@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// MemoryStore is a [LockStore], a [Lister] and a [BatchRenewer] in this
-// process's memory. It excludes callers in this process only: two instances
+// MemoryStore is a [LockStore], a [Lister], a [BatchRenewer], a
+// [Notifier] and a [TryAcquirer] in this process's memory. It excludes callers in this process only: two instances
 // of a service each have their own, so it is right for a single instance and
 // for tests, and wrong for anything else.
 // [New] logs that limit when it starts on one, and refuses one when
@@ -22,6 +22,7 @@ type MemoryStore struct {
 	mu   sync.Mutex
 	next int64 // the token source
 	keys map[string]*memoryEntry
+	subs map[string]map[*func()]struct{} // Notifier subscriptions by key
 }
 
 type memoryEntry struct {
@@ -68,14 +69,21 @@ func (s *MemoryStore) live(key string, now time.Time) *memoryEntry {
 
 // Acquire implements [LockStore].
 func (s *MemoryStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	token, ok, _, err := s.TryAcquire(ctx, key, owner, ttl)
+	return token, ok, err
+}
+
+// TryAcquire implements [TryAcquirer]: Acquire, and on refusal the time
+// the holder's lease has left.
+func (s *MemoryStore) TryAcquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, time.Duration, error) {
 	if err := errContext(ctx); err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	if s.live(key, now) != nil {
-		return 0, false, nil
+	if e := s.live(key, now); e != nil {
+		return 0, false, e.expiresAt.Sub(now), nil
 	}
 	e := s.keys[key]
 	if e == nil {
@@ -85,7 +93,32 @@ func (s *MemoryStore) Acquire(ctx context.Context, key, owner string, ttl time.D
 	// The per-key floor keeps tokens growing after ResetTokens.
 	s.next = max(s.next+1, e.token+1)
 	*e = memoryEntry{owner: owner, token: s.next, expiresAt: now.Add(ttl)}
-	return e.token, true, nil
+	return e.token, true, 0, nil
+}
+
+// Subscribe implements [Notifier]: a release of key calls wake. An expiry
+// calls nothing; a waiter learns the lease's end from TryAcquire.
+func (s *MemoryStore) Subscribe(key string, wake func()) (unsubscribe func(), live bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs == nil {
+		s.subs = make(map[string]map[*func()]struct{})
+	}
+	set := s.subs[key]
+	if set == nil {
+		set = make(map[*func()]struct{})
+		s.subs[key] = set
+	}
+	id := &wake
+	set[id] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(set, id)
+		if len(set) == 0 && s.subs[key] != nil && len(s.subs[key]) == 0 {
+			delete(s.subs, key)
+		}
+	}, true
 }
 
 // Renew implements [LockStore].
@@ -148,6 +181,9 @@ func (s *MemoryStore) Release(ctx context.Context, key, owner string) (bool, err
 		return false, nil
 	}
 	e.owner = ""
+	for wake := range s.subs[key] {
+		(*wake)()
+	}
 	return true, nil
 }
 

@@ -118,6 +118,10 @@ func (k *keeper) release(ctx context.Context, lk *Lock, after time.Duration) err
 		return lost
 	}
 	lk.endHold(true, nil)
+	if after == 0 {
+		// Waiters of this instance need no store to hear of it.
+		l.waiting.wake(lk.key)
+	}
 	if l.debug() {
 		l.log.Debug("leasehold: lock released", "key", lk.key, "token", lk.token)
 	}

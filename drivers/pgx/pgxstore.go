@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
@@ -61,6 +62,13 @@ var driver = sqlstore.Driver{Name: "pgxstore", Placeholder: sqlstore.Dollar}
 // sqlstore.SchemaSQL(sqlstore.Postgres, table) in your migrations. Options
 // are the engine's, such as [sqlstore.WithTable].
 //
+// On a *pgxpool.Pool, waiters of this process are woken when a release by
+// any process commits: the release statement notifies, and the store
+// listens on one connection of the pool while it has waiters (see
+// [PoolListener]; [sqlstore.WithoutNotifications] behind a pooler in
+// transaction mode). A *pgx.Conn cannot spare a connection: its waiters
+// try at the holder's lease end and at their backoff steps.
+//
 // A pgx.Tx is refused with an error matching [sqlstore.ErrTransaction]: a
 // lock taken in an uncommitted transaction is invisible to other instances
 // and vanishes at rollback.
@@ -71,6 +79,11 @@ func New(db DB, opts ...sqlstore.Option) (Store, error) {
 	switch db.(type) {
 	case pgx.Tx:
 		return Store{}, fmt.Errorf("pgxstore: %T: %w", db, sqlstore.ErrTransaction)
+	}
+	if pool, ok := db.(*pgxpool.Pool); ok && pool != nil {
+		// First, so that the caller's WithListener or
+		// WithoutNotifications wins.
+		opts = append([]sqlstore.Option{sqlstore.WithListener(PoolListener(pool))}, opts...)
 	}
 	s, err := driver.New(executor{db}, sqlstore.Postgres, opts...)
 	if err != nil {

@@ -21,8 +21,14 @@ import (
 // exact up to 2^53; the server's clock reaches that in the year 2255, and
 // the script refuses a floor that leaves no room.
 var (
+	//
+	// acquireScript answers a token when it took the key; when the key is
+	// held, 0 minus the milliseconds the holder has left (at least 1), or 0
+	// for a lock without expiry, which the store never writes.
 	acquireScript = newScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local left = redis.call('PTTL', KEYS[1])
+if left >= 0 then return -math.max(left, 1) end
+if left == -1 then return 0 end
 local floor = redis.call('GET', KEYS[2])
 if floor then
   floor = tonumber(floor)
@@ -53,10 +59,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if ARGV[3] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return 1`))
 
-	// releaseScript deletes the lock's hash; the floor key stays.
+	// releaseScript deletes the lock's hash (the floor key stays), and
+	// publishes the release on KEYS[2], the lock's release channel, with
+	// SPUBLISH: in a Cluster the message stays on the lock's node (the
+	// channel shares the lock's hash slot), and a standalone server treats
+	// it as PUBLISH. Waiters of other processes wake on it (see notify.go).
 	releaseScript = newScript(`
 if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
+redis.call('SPUBLISH', KEYS[2], '')
 return 1`)
 
 	// inspectScript reads one lock for List: owner, token and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -20,6 +21,9 @@ type Store struct {
 	retention time.Duration // how long a floor key outlives its lock; 0: forever
 	replicas  int64         // WAIT for this many replicas after an acquisition; 0: don't
 	waitFor   time.Duration
+	log       *slog.Logger
+	noNotify  bool     // WithoutNotifications
+	recv      receiver // the release channels this process listens to
 }
 
 var (
@@ -60,6 +64,16 @@ func WithReplicas(n int, timeout time.Duration) Option {
 	return func(s *Store) { s.replicas, s.waitFor = int64(n), timeout }
 }
 
+// WithLogger sets where the store logs the loss and return of its release
+// notifications (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithoutNotifications makes the store subscribe to nothing: waiters of
+// this process learn of releases by other processes at their backoff
+// steps and of expiries from [Store.TryAcquire], and no pub/sub traffic
+// reaches the server. Releases still publish, for other stores.
+func WithoutNotifications() Option { return func(s *Store) { s.noNotify = true } }
+
 // ErrNotReplicated is matched by the error of an acquisition that fewer
 // replicas acknowledged than [WithReplicas] asked for.
 var ErrNotReplicated = errors.New("rueidisstore: acquisition not acknowledged by enough replicas")
@@ -80,6 +94,9 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("rueidisstore: option %d is nil: %w", i, core.ErrInvalidArgument)
 		}
 		opt(s)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	if err := checkPrefix(s.prefix); err != nil {
 		return nil, err
@@ -137,8 +154,15 @@ func opError(op, key string, err error) error {
 // an acquisition too few replicas acknowledged is an error too, released
 // the same way. A caller of the store itself releases after an error.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	token, ok, _, err := s.acquire(ctx, key, owner, ttl)
+	return token, ok, err
+}
+
+// acquire is Acquire and TryAcquire: on refusal, it also answers the
+// holder's time left.
+func (s *Store) acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, time.Duration, error) {
 	if ctx == nil {
-		return 0, false, checkCtx(ctx)
+		return 0, false, 0, checkCtx(ctx)
 	}
 	a := s.args(key, ttl)
 	var res, wait rueidis.RedisResult
@@ -148,22 +172,22 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		res = acquireScript.run(ctx, s.client, []string{a.lock, a.floor}, owner, a.ttl, a.floorTTL)
 	}
 	token, err := res.AsInt64()
-	if err == nil && token < 0 {
-		err = fmt.Errorf("the acquire script returned %d", token)
-	}
 	if err != nil {
-		return 0, false, opError("acquire", key, typed(err))
+		return 0, false, 0, opError("acquire", key, typed(err))
 	}
-	if token > 0 && s.replicas > 0 {
+	if token <= 0 {
+		return 0, false, time.Duration(-token) * time.Millisecond, nil
+	}
+	if s.replicas > 0 {
 		acked, err := wait.AsInt64()
 		if err == nil && acked < s.replicas {
 			err = fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, acked, s.replicas, s.waitFor)
 		}
 		if err != nil {
-			return 0, false, opError("acquire", key, fmt.Errorf("WAIT: %w", err))
+			return 0, false, 0, opError("acquire", key, fmt.Errorf("WAIT: %w", err))
 		}
 	}
-	return token, token > 0, nil
+	return token, true, 0, nil
 }
 
 // acquireWithWait runs the acquire script, then, if it took the key, WAIT,
@@ -200,7 +224,8 @@ func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
 	if ctx == nil {
 		return false, checkCtx(ctx)
 	}
-	n, err := releaseScript.run(ctx, s.client, []string{s.args(key, 0).lock}, owner).AsInt64()
+	lock := s.args(key, 0).lock
+	n, err := releaseScript.run(ctx, s.client, []string{lock, lock + releasedSuffix}, owner).AsInt64()
 	if err != nil {
 		return false, opError("release", key, typed(err))
 	}

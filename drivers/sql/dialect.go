@@ -40,15 +40,22 @@ type templates struct {
 	// concurrent migrations wait for each other.
 	migrateLock string
 
-	// acquire, one statement: returns one row (the token) when it acquired,
-	// none when the key is held. PostgreSQL and SQLite.
+	// acquire, one statement: returns one row (token, 0) when it acquired,
+	// none when the key is held (SQLite), or (0, the milliseconds the
+	// holder has left) (PostgreSQL).
 	acquire string
+	// left returns the milliseconds a live holder of the key has left,
+	// read after a refused acquire (SQLite).
+	left string
 
 	// MySQL's acquire transaction, see mysqlTemplates.
 	ensure, lock, draw, take string
 
 	// renew and release affect one row when they succeed, none otherwise.
 	renew, release string
+	// releaseNotify, instead of release (PostgreSQL): one row, the number
+	// of rows released, and a notification of the release.
+	releaseNotify string
 	// renewBatch renews the live leases of a JSON batch (see batchJSON) in
 	// one statement and returns the key and owner of each row it renewed.
 	// PostgreSQL and SQLite.
@@ -67,8 +74,9 @@ type templates struct {
 type statements struct {
 	schema, drop                        []string
 	migrateLock                         string
-	acquire, ensure, lock, draw, take   stmt
-	renew, release, list, reset         stmt
+	acquire, left, ensure, lock, draw   stmt
+	take, renew, release, releaseNotify stmt
+	list, reset                         stmt
 	renewBatch, renewMarked, readMarked stmt
 }
 
@@ -81,8 +89,8 @@ func (t templates) render(p Placeholder) statements {
 	}
 	return statements{
 		schema: t.schema, drop: t.drop, migrateLock: t.migrateLock,
-		acquire: r(t.acquire), ensure: r(t.ensure), lock: r(t.lock), draw: r(t.draw), take: r(t.take),
-		renew: r(t.renew), release: r(t.release), list: r(t.list), reset: r(t.resetTokens),
+		acquire: r(t.acquire), left: r(t.left), ensure: r(t.ensure), lock: r(t.lock), draw: r(t.draw), take: r(t.take),
+		renew: r(t.renew), release: r(t.release), releaseNotify: r(t.releaseNotify), list: r(t.list), reset: r(t.resetTokens),
 		renewBatch: r(t.renewBatch), renewMarked: r(t.renewMarked), readMarked: r(t.readMarked),
 	}
 }

@@ -46,7 +46,7 @@ func TestEveryStatementRenders(t *testing.T) {
 		}
 		for _, p := range []Placeholder{Dollar, Question, NumberedQuestion} {
 			st := tm.render(p)
-			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "list": st.list, "reset": st.reset,
+			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "releaseNotify": st.releaseNotify, "left": st.left, "list": st.list, "reset": st.reset,
 				"renewBatch": st.renewBatch, "renewMarked": st.renewMarked, "readMarked": st.readMarked} {
 				if strings.ContainsAny(s.sql, "{}") {
 					t.Errorf("%v %v %s: template left in %q", d, p, name, s.sql)
@@ -222,12 +222,15 @@ func TestMySQLAcquireRetries(t *testing.T) {
 				}
 				return result{1, 0}, nil
 			}
-			f.query = func(q string, scan func(Row) error) error { return scan(row{int64(7), tc.live}) }
+			f.query = func(q string, scan func(Row) error) error { return scan(row{int64(7), tc.live, int64(1500)}) }
 			s, err := NewWithExecutor(f, MySQL)
 			if err != nil {
 				t.Fatal(err)
 			}
-			token, ok, err := s.Acquire(context.Background(), "k", "o", time.Minute)
+			token, ok, left, err := s.TryAcquire(context.Background(), "k", "o", time.Minute)
+			if want := time.Duration(tc.live) * 1500 * time.Millisecond; left != want {
+				t.Fatalf("left %v, want %v (the holder's, when held)", left, want)
+			}
 			if ok != tc.wantOK || (err != nil) != tc.wantErr || f.began != tc.attempts {
 				t.Fatalf("Acquire = %d, %v, %v after %d attempts; want ok %v, error %v, %d attempts", token, ok, err, f.began, tc.wantOK, tc.wantErr, tc.attempts)
 			}

@@ -42,8 +42,8 @@ func mysqlTemplates(table string) templates {
 		//  ensure: create the key's row if missing, else take its row lock
 		//          (an upsert never needs a gap lock on a missing row, so
 		//          concurrent acquirers of a new key queue, not deadlock);
-		//  lock:   read the token and whether a live lock holds the key,
-		//          under that row lock;
+		//  lock:   read the token, whether a live lock holds the key, and
+		//          the milliseconds it has left, under that row lock;
 		//  draw:   the counter's next value, floored at the row's token + 1;
 		//          LAST_INSERT_ID(expr) hands it back in the OK packet;
 		//  take:   write owner, token and expiry.
@@ -51,7 +51,8 @@ func mysqlTemplates(table string) templates {
 		// is only locked by acquirers that will win.
 		ensure: `INSERT INTO ` + t + ` (lock_key, token, expires_at) VALUES ({key}, 0, UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE token = token`,
-		lock: `SELECT token, owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) FROM ` + t + `
+		lock: `SELECT token, owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6),
+  GREATEST(CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000), 0) FROM ` + t + `
 WHERE lock_key = {key} FOR UPDATE`,
 		draw: `UPDATE ` + counter + ` SET n = LAST_INSERT_ID(GREATEST(n + 1, {token})) WHERE id = 1`,
 		take: `UPDATE ` + t + ` SET owner = {owner}, token = {token}, expires_at = ` + expiry + `, version = version + 1

@@ -48,7 +48,7 @@ SET owner = excluded.owner,
     token = max(` + next + `, l.token + 1),
     expires_at = excluded.expires_at
 WHERE l.owner IS NULL OR l.expires_at <= ` + now + `
-RETURNING token`,
+RETURNING token, 0`,
 		renew: `UPDATE ` + t + ` SET expires_at = ` + now + ` + {ttl}
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
 		// As on PostgreSQL, from a JSON array of [key, owner, ttl] (with
@@ -58,6 +58,10 @@ WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
 FROM (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS o, json_extract(value, '$[2]') AS ttl FROM json_each({batch})) AS v
 WHERE l.lock_key = v.k AND l.owner = v.o AND l.expires_at > ` + now + `
 RETURNING lock_key, owner`,
+		// left reads, after a refused acquire, the milliseconds the holder
+		// has left: a hint for waiters (see TryAcquire), not a decision.
+		left: `SELECT max(expires_at - ` + now + `, 0) FROM ` + t + `
+WHERE lock_key = {key} AND owner IS NOT NULL`,
 		release: `UPDATE ` + t + ` SET owner = NULL
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > ` + now,
 		list: `SELECT lock_key, owner, token, (expires_at - ` + now + `) * 1000 FROM ` + t + `

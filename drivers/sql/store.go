@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,8 +12,9 @@ import (
 	"github.com/leasehold/leasehold/core"
 )
 
-// Store is a [core.LockStore], a [core.Lister] and a [core.BatchRenewer]
-// over a SQL database: the SQL engine that every SQL driver of leasehold
+// Store is a [core.LockStore], a [core.Lister], a [core.BatchRenewer], a
+// [core.TryAcquirer] and a [core.Notifier] (on PostgreSQL with a
+// [Listener]) over a SQL database: the SQL engine that every SQL driver of leasehold
 // shares. Its methods are safe for concurrent use, and several Stores (in
 // one process or many, over any client) may share one table.
 //
@@ -29,6 +31,9 @@ type Store struct {
 	name      string
 	st        statements
 	lastTTL   atomic.Pointer[boxedTTL] // see ttlArg
+	listener  Listener                 // nil: no notifications
+	log       *slog.Logger
+	notes     listening // see notify.go
 }
 
 var (
@@ -44,6 +49,9 @@ type options struct {
 	table       string
 	placeholder Placeholder
 	name        string
+	listener    Listener
+	noNotify    bool
+	log         *slog.Logger
 }
 
 // WithTable sets the name of the locks table (default [DefaultTable], which
@@ -110,7 +118,13 @@ func NewWithExecutor(e Executor, d Dialect, opts ...Option) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("%s: %v: %w", o.name, o.placeholder, core.ErrInvalidArgument)
 	}
-	s := &Store{exec: e, retryable: Retryable, d: d, table: o.table, name: o.name, st: t.render(o.placeholder)}
+	s := &Store{exec: e, retryable: Retryable, d: d, table: o.table, name: o.name, st: t.render(o.placeholder), log: o.log}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if !o.noNotify && t.releaseNotify != "" {
+		s.listener = o.listener
+	}
 	s.tx, _ = e.(Transactor)
 	if c, ok := e.(RetryClassifier); ok {
 		s.retryable = c.Retryable
@@ -221,26 +235,48 @@ func (s *Store) ResetTokens(ctx context.Context) error {
 // Acquire implements [core.LockStore]. Keys and ttls are trusted: core
 // validates them before any store call.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	token, ok, _, err := s.acquire(ctx, key, owner, ttl, false)
+	return token, ok, err
+}
+
+// TryAcquire implements [core.TryAcquirer]: Acquire, and on refusal the
+// milliseconds the holder has left on the database's clock. PostgreSQL's
+// acquire statement answers them itself, and MySQL's transaction reads
+// them under the row lock it takes anyway; SQLite reads them with one more
+// statement after a refusal (in the process, no round trip).
+func (s *Store) TryAcquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, time.Duration, error) {
+	return s.acquire(ctx, key, owner, ttl, true)
+}
+
+// acquire is Acquire, and with wantLeft TryAcquire.
+func (s *Store) acquire(ctx context.Context, key, owner string, ttl time.Duration, wantLeft bool) (int64, bool, time.Duration, error) {
 	if ctx == nil {
-		return 0, false, s.checkCtx(ctx)
+		return 0, false, 0, s.checkCtx(ctx)
 	}
 	v := values{key: key, owner: owner, ttlMillis: ttl.Milliseconds(), ttl: s.ttlArg(ttl)}
 	var (
-		token int64
-		ok    bool
-		err   error
+		token, left int64
+		ok          bool
+		err         error
 	)
 	if s.d.txAcquire {
-		token, ok, err = s.acquireTx(ctx, v)
+		token, ok, left, err = s.acquireTx(ctx, v)
 	} else {
-		var row [2]int64
-		ok, row, err = queryRow(ctx, s.exec, s.st.acquire, v, 1)
-		token = row[0]
+		var row [3]int64
+		_, row, err = queryRow(ctx, s.exec, s.st.acquire, v, 2)
+		token, left = row[0], row[1]
+		ok = token > 0
+		if err == nil && !ok && wantLeft && s.st.left.sql != "" {
+			// A hint only: the decision above stands whatever this says.
+			if _, row, lerr := queryRow(ctx, s.exec, s.st.left, v, 1); lerr == nil {
+				left = row[0]
+			}
+		}
 	}
 	if err != nil {
-		return 0, false, s.fail(err)
+		return 0, false, 0, s.fail(err)
 	}
-	return token, ok, nil
+	return token, ok, time.Duration(max(left, 0)) * time.Millisecond, nil
 }
 
 // txAttempts bounds the runs of a MySQL transaction after deadlocks.
@@ -251,19 +287,18 @@ var errHeld = errors.New("held")
 
 // acquireTx is MySQL's acquire: see mysqlTemplates for the statements and
 // why.
-func (s *Store) acquireTx(ctx context.Context, v values) (int64, bool, error) {
-	var token int64
-	err := s.retryTx(ctx, func() (err error) {
-		token, err = s.acquireTxOnce(ctx, v)
+func (s *Store) acquireTx(ctx context.Context, v values) (token int64, ok bool, left int64, err error) {
+	err = s.retryTx(ctx, func() (err error) {
+		token, left, err = s.acquireTxOnce(ctx, v)
 		return err
 	})
 	switch {
 	case err == nil:
-		return token, true, nil
+		return token, true, 0, nil
 	case errors.Is(err, errHeld):
-		return 0, false, nil
+		return 0, false, left, nil
 	}
-	return 0, false, err
+	return 0, false, 0, err
 }
 
 // retryTx calls run, a transaction, and calls it again, up to txAttempts
@@ -281,13 +316,14 @@ func (s *Store) retryTx(ctx context.Context, run func() error) error {
 	}
 }
 
-func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err error) {
+func (s *Store) acquireTxOnce(ctx context.Context, v values) (token, left int64, err error) {
 	err = s.tx.InTx(ctx, func(tx Executor) error {
 		if _, err := tx.Exec(ctx, s.st.ensure.sql, s.st.ensure.args(v)); err != nil {
 			return err
 		}
-		found, row, err := queryRow(ctx, tx, s.st.lock, v, 2)
+		found, row, err := queryRow(ctx, tx, s.st.lock, v, 3)
 		floor, live := row[0], row[1]
+		left = row[2]
 		if err != nil {
 			return err
 		}
@@ -315,7 +351,7 @@ func (s *Store) acquireTxOnce(ctx context.Context, v values) (token int64, err e
 		}
 		return wantRows(res, 1)
 	})
-	return v.token, err
+	return v.token, left, err
 }
 
 // Renew implements [core.LockStore].
@@ -336,7 +372,21 @@ func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
 	if ctx == nil {
 		return false, s.checkCtx(ctx)
 	}
-	ok, err := s.execOne(ctx, s.st.release, values{key: key, owner: owner})
+	v := values{key: key, owner: owner}
+	var (
+		ok  bool
+		err error
+	)
+	if s.st.releaseNotify.sql != "" {
+		var row [3]int64
+		_, row, err = queryRow(ctx, s.exec, s.st.releaseNotify, v, 1)
+		if err == nil && row[0] > 1 {
+			err = fmt.Errorf("%d rows released, want at most 1: is lock_key the primary key of %s?", row[0], s.table)
+		}
+		ok = row[0] == 1
+	} else {
+		ok, err = s.execOne(ctx, s.st.release, v)
+	}
 	if err != nil {
 		return false, s.fail(err)
 	}
@@ -396,15 +446,15 @@ func wantRows(res interface{ RowsAffected() (int64, error) }, want int64) error 
 	return nil
 }
 
-// queryRow runs st and reads the first n (at most 2) int64 columns of its
+// queryRow runs st and reads the first n (at most 3) int64 columns of its
 // first row, if any. Its scan state comes from a pool, so that it costs no
 // allocation beyond the statement's arguments.
-func queryRow(ctx context.Context, e Executor, st stmt, v values, n int) (found bool, row [2]int64, err error) {
+func queryRow(ctx context.Context, e Executor, st stmt, v values, n int) (found bool, row [3]int64, err error) {
 	r := rowPool.Get().(*rowScan)
 	r.found, r.n = false, n
 	err = e.Query(ctx, st.sql, st.args(v), r.fn)
 	found, row = r.found, r.ints
-	r.ints = [2]int64{}
+	r.ints = [3]int64{}
 	rowPool.Put(r)
 	return found, row, err
 }
@@ -414,14 +464,14 @@ func queryRow(ctx context.Context, e Executor, st stmt, v values, n int) (found 
 type rowScan struct {
 	found bool
 	n     int
-	ints  [2]int64
-	dest  [2]any // &ints[0], &ints[1]
+	ints  [3]int64
+	dest  [3]any // &ints[0], &ints[1], &ints[2]
 	fn    func(Row) error
 }
 
 var rowPool = sync.Pool{New: func() any {
 	r := new(rowScan)
-	r.dest = [2]any{&r.ints[0], &r.ints[1]}
+	r.dest = [3]any{&r.ints[0], &r.ints[1], &r.ints[2]}
 	r.fn = r.scan
 	return r
 }}

@@ -166,11 +166,11 @@ func (r rawOps) acquire(ctx context.Context, db *bun.DB) error {
 			return err
 		}
 		defer rows.Close()
-		var token int64
+		var token, left int64
 		if !rows.Next() {
 			return errors.Join(rows.Err(), errNotDone)
 		}
-		if err := rows.Scan(&token); err != nil {
+		if err := rows.Scan(&token, &left); err != nil {
 			return err
 		}
 		return rows.Close()
@@ -181,8 +181,8 @@ func (r rawOps) acquire(ctx context.Context, db *bun.DB) error {
 		if _, err := tx.ExecContext(ctx, ensure.query, ensure.args...); err != nil {
 			return err
 		}
-		var floor, live int64
-		if err := tx.QueryRowContext(ctx, lock.query, lock.args...).Scan(&floor, &live); err != nil {
+		var floor, live, left int64
+		if err := tx.QueryRowContext(ctx, lock.query, lock.args...).Scan(&floor, &live, &left); err != nil {
 			return err
 		}
 		if live != 0 {

@@ -67,10 +67,16 @@ func hookSpecs(s *server) {
 		// MySQL acquires in a transaction: BEGIN, ensure the row, lock
 		// it, draw the token, take the lock, COMMIT; a held key rolls back
 		// after the lock.
-		acquire, held := []string{"INSERT"}, []string{"INSERT"}
-		if s.dialect.String() == sqlstore.MySQL.String() {
+		// PostgreSQL's acquire and release are each one statement with a
+		// CTE (the acquire answers the holder's time left; the release
+		// notifies).
+		acquire, held, release := []string{"INSERT"}, []string{"INSERT"}, []string{"UPDATE"}
+		switch s.dialect.String() {
+		case sqlstore.MySQL.String():
 			acquire = []string{"BEGIN", "INSERT", "SELECT", "UPDATE", "UPDATE", "COMMIT"}
 			held = []string{"BEGIN", "INSERT", "SELECT", "ROLLBACK"}
+		case sqlstore.Postgres.String():
+			acquire, held, release = []string{"WITH a AS (\nINSERT"}, []string{"WITH a AS (\nINSERT"}, []string{"WITH r AS (\nUPDATE"}
 		}
 
 		_, ok, err := st.Acquire(ctx, "hook", "owner", time.Minute)
@@ -87,7 +93,7 @@ func hookSpecs(s *server) {
 		expectStatements(rec.take(), held, s.hookLiteral)
 
 		Expect(st.Release(ctx, "hook", "owner")).To(BeTrue())
-		expectStatements(rec.take(), []string{"UPDATE"}, s.hookLiteral)
+		expectStatements(rec.take(), release, s.hookLiteral)
 	})
 }
 

@@ -185,9 +185,9 @@ func scanOne(ctx context.Context, e dialect.ExecQuerier, query string, args []an
 
 func (r rawOps) acquire(ctx context.Context, key, owner string, ttl time.Duration) error {
 	ms := ttl.Milliseconds()
-	var token int64
+	var token, left int64
 	if len(r.acquireSQL) == 1 {
-		return scanOne(ctx, r.drv, r.acquireSQL[0], []any{key, owner, ms}, &token)
+		return scanOne(ctx, r.drv, r.acquireSQL[0], []any{key, owner, ms}, &token, &left)
 	}
 	tx, err := r.drv.Tx(ctx)
 	if err != nil {
@@ -207,8 +207,8 @@ func (r rawOps) acquireTx(ctx context.Context, tx dialect.Tx, key, owner string,
 	if err := tx.Exec(ctx, ensure, []any{key}, &res); err != nil {
 		return err
 	}
-	var floor, live int64
-	if err := scanOne(ctx, tx, lock, []any{key}, &floor, &live); err != nil {
+	var floor, live, left int64
+	if err := scanOne(ctx, tx, lock, []any{key}, &floor, &live, &left); err != nil {
 		return err
 	}
 	if live != 0 {

@@ -84,8 +84,8 @@ func BenchmarkStore(b *testing.B) {
 	// deadline as core's own has (pgx watches every context that can end).
 	rawCycle := func(bounded bool) func() error {
 		return func() error {
-			var token int64
-			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token); err != nil {
+			var token, left int64
+			if err := pool.QueryRow(ctx, acquireSQL, benchKey, benchOwner, ms).Scan(&token, &left); err != nil {
 				return err
 			}
 			rctx := ctx
