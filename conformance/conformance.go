@@ -349,6 +349,35 @@ func (c Case) Run(t testing.TB, newStore func(t testing.TB) core.LockStore, opts
 	judge(t, c, newStore, opts).report(t)
 }
 
+// Verdict is what a case concluded about a store, as [Case.Judge] returns
+// it instead of reporting it.
+type Verdict struct {
+	// Failed and Skipped say how the case ended; neither means it passed.
+	// An inconclusive verdict (see [Run]) is a failure whose first
+	// message starts with "inconclusive: ".
+	Failed, Skipped bool
+	// Messages are the case's failure or skip messages, in order.
+	Messages []string
+}
+
+// Judge runs the case as [Case.Run] does, under the kit's lateness rule,
+// and returns its verdict instead of reporting it to t. It is for tests
+// that prove the kit against deliberately broken stores: a copy of a
+// driver with one flaw must get Failed from the cases the flaw breaks.
+func (c Case) Judge(t testing.TB, newStore func(t testing.TB) core.LockStore, opts Options) Verdict {
+	t.Helper()
+	o := judge(t, c, newStore, opts)
+	return Verdict{Failed: o.failed, Skipped: o.skipped, Messages: o.messages}
+}
+
+// Message is the verdict's first message, or "" if it has none.
+func (v Verdict) Message() string {
+	if len(v.Messages) == 0 {
+		return ""
+	}
+	return v.Messages[0]
+}
+
 // runCase runs one case against a store from newStore. It validates opts
 // itself (again, under Run) so that every entry point, including the kit's
 // own tests, reports bad options the same way.

@@ -3,11 +3,8 @@ package integration
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,78 +17,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testserver.Main(m)) }
 
-// verdict is a testing.TB that records what the kit reports instead of
-// failing the test that holds it, so that a test can require the kit to
-// fail a broken store. Like testing.T, its FailNow and SkipNow end the
-// calling goroutine (see runCase).
-type verdict struct {
-	testing.TB // the real test: for Name, TempDir, Cleanup and the like
-
-	mu       sync.Mutex
-	failed   bool
-	skipped  bool
-	messages []string
-}
-
-func (v *verdict) note(failed, skipped bool, msg string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.failed, v.skipped = v.failed || failed, v.skipped || skipped
-	if msg != "" {
-		v.messages = append(v.messages, msg)
-	}
-}
-
-func (v *verdict) Helper()                         {}
-func (v *verdict) Log(args ...any)                 { v.TB.Log(args...) }
-func (v *verdict) Logf(format string, args ...any) { v.TB.Logf(format, args...) }
-func (v *verdict) Error(args ...any)               { v.note(true, false, fmt.Sprint(args...)) }
-func (v *verdict) Errorf(format string, args ...any) {
-	v.note(true, false, fmt.Sprintf(format, args...))
-}
-func (v *verdict) Fail()             { v.note(true, false, "") }
-func (v *verdict) FailNow()          { v.note(true, false, ""); runtime.Goexit() }
-func (v *verdict) Fatal(args ...any) { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
-func (v *verdict) Fatalf(format string, args ...any) {
-	v.note(true, false, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (v *verdict) Skip(args ...any) { v.note(false, true, fmt.Sprint(args...)); runtime.Goexit() }
-func (v *verdict) Skipf(format string, args ...any) {
-	v.note(false, true, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (v *verdict) SkipNow() { v.note(false, true, ""); runtime.Goexit() }
-func (v *verdict) Failed() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.failed
-}
-func (v *verdict) Skipped() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.skipped
-}
-
 // runCase runs the kit's case named name against newStore and returns its
 // verdict.
-func runCase(t *testing.T, name string, newStore func(testing.TB) core.LockStore, opts conformance.Options) *verdict {
+func runCase(t *testing.T, name string, newStore func(testing.TB) core.LockStore, opts conformance.Options) conformance.Verdict {
 	t.Helper()
 	for _, c := range conformance.Cases() {
-		if c.Name != name {
-			continue
+		if c.Name == name {
+			return c.Judge(t, newStore, opts)
 		}
-		v := &verdict{TB: t}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.Run(v, newStore, opts)
-		}()
-		<-done
-		return v
 	}
 	t.Fatalf("the kit has no case %q", name)
-	return nil
+	return conformance.Verdict{}
 }
 
 // A broken store and the kit's cases that must fail on it.
@@ -134,10 +70,10 @@ func TestKitFailsBrokenStores(t *testing.T) {
 			newStore := b.open(t)
 			for _, name := range b.cases {
 				v := runCase(t, name, newStore, conformance.Options{})
-				msg := strings.Join(v.messages, "\n")
+				msg := strings.Join(v.Messages, "\n")
 				switch {
-				case !v.failed:
-					t.Errorf("the kit's case %s passed this broken store (skipped: %v %s)", name, v.skipped, msg)
+				case !v.Failed:
+					t.Errorf("the kit's case %s passed this broken store (skipped: %v %s)", name, v.Skipped, msg)
 				case strings.Contains(msg, "inconclusive"):
 					t.Errorf("the kit's case %s called this broken store inconclusive: %s", name, msg)
 				default:
@@ -181,8 +117,8 @@ func TestKitPassesAtomicStores(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			newStore := s.open(t)
 			for _, name := range cases {
-				if v := runCase(t, name, newStore, conformance.Options{}); v.failed {
-					t.Errorf("the kit's case %s failed a correct store: %s", name, strings.Join(v.messages, "\n"))
+				if v := runCase(t, name, newStore, conformance.Options{}); v.Failed {
+					t.Errorf("the kit's case %s failed a correct store: %s", name, strings.Join(v.Messages, "\n"))
 				}
 			}
 		})

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -84,70 +82,9 @@ func roundedDown(ttl time.Duration) time.Duration {
 // the lock's expiry).
 func halved(ttl time.Duration) time.Duration { return max(ttl/2, time.Millisecond) }
 
-// verdict is a testing.TB that records what a case reports instead of
-// failing the test, so that the test can require the kit to fail a flawed
-// store. Like testing.T's, its FailNow and SkipNow end the calling
-// goroutine, so each case runs in a goroutine of its own.
-type verdict struct {
-	testing.TB // the real test: for Name, TempDir, Cleanup and the like
-
-	mu       sync.Mutex
-	failed   bool
-	skipped  bool
-	messages []string
-}
-
-func (v *verdict) note(failed, skipped bool, msg string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.failed, v.skipped = v.failed || failed, v.skipped || skipped
-	if msg != "" {
-		v.messages = append(v.messages, msg)
-	}
-}
-
-func (v *verdict) Helper()                         {}
-func (v *verdict) Log(args ...any)                 {}
-func (v *verdict) Logf(format string, args ...any) {}
-func (v *verdict) Error(args ...any)               { v.note(true, false, fmt.Sprint(args...)) }
-func (v *verdict) Errorf(format string, args ...any) {
-	v.note(true, false, fmt.Sprintf(format, args...))
-}
-func (v *verdict) Fail()             { v.note(true, false, "") }
-func (v *verdict) FailNow()          { v.note(true, false, ""); runtime.Goexit() }
-func (v *verdict) Fatal(args ...any) { v.note(true, false, fmt.Sprint(args...)); runtime.Goexit() }
-func (v *verdict) Fatalf(format string, args ...any) {
-	v.note(true, false, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (v *verdict) Skip(args ...any) { v.note(false, true, fmt.Sprint(args...)); runtime.Goexit() }
-func (v *verdict) Skipf(format string, args ...any) {
-	v.note(false, true, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (v *verdict) SkipNow() { v.note(false, true, ""); runtime.Goexit() }
-func (v *verdict) Failed() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.failed
-}
-func (v *verdict) Skipped() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.skipped
-}
-
-// message is the verdict's first message, on one line.
-func (v *verdict) message() string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.messages) == 0 {
-		return ""
-	}
-	m := v.messages[0]
-	if i := strings.IndexByte(m, '\n'); i >= 0 {
-		m = m[:i]
-	}
+// firstLine is a verdict's first message, on one line.
+func firstLine(v conformance.Verdict) string {
+	m, _, _ := strings.Cut(v.Message(), "\n")
 	return m
 }
 
@@ -195,7 +132,7 @@ func TestKitFailsBrokenEtcdStores(t *testing.T) {
 	}
 	cases := expiryCases()
 	opts := conformance.Options{Callers: 4, TTL: brokenTTL}
-	verdicts := make([][]*verdict, len(stores))
+	verdicts := make([][]conformance.Verdict, len(stores))
 	var wg sync.WaitGroup
 	for i, s := range stores {
 		cli := newClient(t, endpoints)
@@ -203,18 +140,9 @@ func TestKitFailsBrokenEtcdStores(t *testing.T) {
 		newStore := func(testing.TB) core.LockStore {
 			return s.wrap(etcdstore.NewWithOptions(cli, etcdstore.Options{Prefix: prefix}))
 		}
-		verdicts[i] = make([]*verdict, len(cases))
+		verdicts[i] = make([]conformance.Verdict, len(cases))
 		for j, c := range cases {
-			v := &verdict{TB: t}
-			verdicts[i][j] = v
-			wg.Go(func() {
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					c.Run(v, newStore, opts)
-				}()
-				<-done
-			})
+			wg.Go(func() { verdicts[i][j] = c.Judge(t, newStore, opts) })
 		}
 	}
 	wg.Wait()
@@ -223,17 +151,17 @@ func TestKitFailsBrokenEtcdStores(t *testing.T) {
 		for j, c := range cases {
 			v := verdicts[i][j]
 			switch {
-			case v.failed && strings.Contains(strings.Join(v.messages, "\n"), "inconclusive"):
-				t.Errorf("%s: %s was inconclusive: %s", s.name, c.Name, v.message())
-			case v.failed:
+			case v.Failed && strings.Contains(strings.Join(v.Messages, "\n"), "inconclusive"):
+				t.Errorf("%s: %s was inconclusive: %s", s.name, c.Name, firstLine(v))
+			case v.Failed:
 				failed = append(failed, c.Name)
 				if s.must == nil {
-					t.Errorf("%s: the kit's case %s failed the driver: %s", s.name, c.Name, strings.Join(v.messages, "\n"))
+					t.Errorf("%s: the kit's case %s failed the driver: %s", s.name, c.Name, strings.Join(v.Messages, "\n"))
 				} else {
-					t.Logf("%s: %s failed it: %s", s.name, c.Name, v.message())
+					t.Logf("%s: %s failed it: %s", s.name, c.Name, firstLine(v))
 				}
-			case v.skipped:
-				t.Logf("%s: %s skipped: %s", s.name, c.Name, v.message())
+			case v.Skipped:
+				t.Logf("%s: %s skipped: %s", s.name, c.Name, firstLine(v))
 			}
 		}
 		for _, name := range s.must {
