@@ -21,8 +21,9 @@ type Campaign struct {
 	// [Election.Stop] or [Locks.Close]. It may be nil.
 	OnLost func(err error)
 	// TTL is the leadership lease's ttl; zero means the instance's default.
-	// Candidates campaign every TTL/3, and a dead leader is replaced within
-	// about TTL + TTL/3.
+	// Candidates campaign every TTL/3, and at once when a release may have
+	// freed the key (see [Notifier]); a dead leader is replaced within about
+	// TTL + TTL/3.
 	TTL time.Duration
 }
 
@@ -33,18 +34,27 @@ type Election struct {
 	key      string
 	campaign Campaign
 
-	mu       sync.Mutex
-	lead     *Lock
-	reason   error // why this instance stepped down, for OnLost
-	timer    Timer
-	stopped  bool
-	inflight sync.WaitGroup
+	mu          sync.Mutex
+	lead        *Lock
+	reason      error // why this instance stepped down, for OnLost
+	timer       Timer
+	stopped     bool
+	campaigning bool // a campaign is under way
+	again       bool // the key may have become free during it: campaign again at once
+	rested      bool // this instance stepped down: no campaign before the next scheduled one
+	inflight    sync.WaitGroup
+
+	// unsubscribe ends the candidacy's watch of its key (see watch).
+	unsubscribe func()
+	watching    chan struct{} // closed when the candidacy stops
 }
 
 // Elect makes this instance a candidate for the leadership of key. Every
 // candidate campaigns at once and then every TTL/3; the one that takes the
 // key leads, its lease renewed while it lives, and the others take over when
-// it dies (after TTL) or steps down (at their next campaign). A key that
+// it dies (after TTL) or steps down (at once when its release wakes them:
+// through the store's [Notifier], or in this process; else at their next
+// campaign). A key that
 // collides with a job's is refused with [ErrDuplicateKey].
 func (l *Locks) Elect(key string, c Campaign) (*Election, error) {
 	if c.OnAcquired == nil {
@@ -64,8 +74,44 @@ func (l *Locks) Elect(key string, c Campaign) (*Election, error) {
 	if err := l.guards.register(what, map[string]string{key: "its lease"}, func() { l.guards.elections = append(l.guards.elections, e) }); err != nil {
 		return nil, err
 	}
+	w := newWaiter()
+	_, e.unsubscribe = l.subscribe(key, w)
+	e.watching = make(chan struct{})
+	go e.watch(w)
 	e.run()
 	return e, nil
+}
+
+// watch campaigns at once, not at the next TTL/3, whenever the key may have
+// become free: a release by this instance's Locks, or one the store
+// notifies (see [Notifier]). A standby thus takes over from a leader that
+// stepped down within a few round trips.
+func (e *Election) watch(w *waiter) {
+	for {
+		select {
+		case <-w.ch:
+			e.wake()
+		case <-e.watching:
+			return
+		}
+	}
+}
+
+// wake starts a campaign now, unless this instance leads, has stopped, or
+// is campaigning (then it campaigns again once that one ends).
+func (e *Election) wake() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.stopped || e.lead != nil || e.rested:
+	case e.campaigning:
+		e.again = true
+	case e.timer == nil || e.timer.Stop():
+		// The next campaign was scheduled and is not: run it now, on the
+		// instance's clock as every campaign (a timer that fired already
+		// is a campaign on its way).
+		e.timer = e.locks.clock.AfterFunc(0, e.run)
+	}
 }
 
 // Key returns the election's key.
@@ -88,6 +134,7 @@ func (e *Election) run() {
 	}
 	e.inflight.Add(1)
 	leading := e.lead != nil
+	e.campaigning, e.rested = true, false
 	e.mu.Unlock()
 	defer e.inflight.Done()
 
@@ -95,8 +142,14 @@ func (e *Election) run() {
 		e.try()
 	}
 	e.mu.Lock()
+	e.campaigning = false
+	next := e.campaign.TTL / 3
+	if e.again && e.lead == nil && !e.rested {
+		next = 0
+	}
+	e.again = false
 	if !e.stopped {
-		e.timer = e.locks.clock.AfterFunc(e.campaign.TTL/3, e.run)
+		e.timer = e.locks.clock.AfterFunc(next, e.run)
 	}
 	e.mu.Unlock()
 }
@@ -147,7 +200,9 @@ func (e *Election) callAcquired(lead *Lock) (err error) {
 func (e *Election) ended(lead *Lock, cause error) {
 	e.mu.Lock()
 	if e.lead == lead {
-		e.lead = nil
+		// Its own release wakes this instance's watch too: the others
+		// take over, and this one waits for its next scheduled campaign.
+		e.lead, e.rested = nil, true
 	}
 	reason := e.reason
 	e.mu.Unlock()
@@ -192,6 +247,10 @@ func (e *Election) Stop(ctx context.Context) error {
 		e.timer.Stop()
 	}
 	e.mu.Unlock()
+	if first {
+		close(e.watching)
+		e.unsubscribe()
+	}
 	if e.locks.inCallback.Load() == 0 { // a callback may be running inside the campaign
 		e.inflight.Wait()
 	}
