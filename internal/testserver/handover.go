@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/core"
 )
 
 // Handover describes a lock handed from a holder to a waiter, for
@@ -31,6 +33,18 @@ type Handover struct {
 	// process); the waiter takes the key when the lease of TTL ends.
 	Dies bool
 	TTL  time.Duration
+}
+
+// LockOf is a [Handover]'s Hold or Wait through a core.Locks: it acquires
+// key with opts, and its release releases the lock.
+func LockOf(l *core.Locks, key string, opts ...core.AcquireOption) func(context.Context) (func() error, error) {
+	return func(ctx context.Context) (func() error, error) {
+		lk, err := l.Acquire(ctx, key, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return lk.Release(context.Background()) }, nil
+	}
 }
 
 // HandoverCount is how many handovers [Handovers] measures per run: 200,

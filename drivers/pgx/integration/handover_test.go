@@ -60,15 +60,6 @@ func BenchmarkHandover(b *testing.B) {
 		b.Fatal(err)
 	}
 	const key, ttl = "handover", 300 * time.Millisecond
-	lockOf := func(l *core.Locks, opts ...core.AcquireOption) func(context.Context) (func() error, error) {
-		return func(ctx context.Context) (func() error, error) {
-			lk, err := l.Acquire(ctx, key, opts...)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { return lk.Release(context.Background()) }, nil
-		}
-	}
 	for _, w := range []struct {
 		name  string
 		store *sqlstore.Store
@@ -81,8 +72,8 @@ func BenchmarkHandover(b *testing.B) {
 				dies bool
 			}{{100 * time.Millisecond, false}, {time.Second, false}, {0, true}} {
 				h := testserver.Handover{
-					Hold:  lockOf(holder),
-					Wait:  lockOf(waiter, core.WithWait(time.Minute)),
+					Hold:  testserver.LockOf(holder, key),
+					Wait:  testserver.LockOf(waiter, key, core.WithWait(time.Minute)),
 					Tries: &counted.n,
 					RoundTrip: func() error {
 						_, err := holderPool.Exec(context.Background(), "SELECT 1")
@@ -90,7 +81,7 @@ func BenchmarkHandover(b *testing.B) {
 					},
 				}
 				if c.dies {
-					h.Hold, h.Dies, h.TTL = lockOf(dead, core.WithTTL(ttl)), true, ttl
+					h.Hold, h.Dies, h.TTL = testserver.LockOf(dead, key, core.WithTTL(ttl)), true, ttl
 				}
 				b.Run(testserver.HandoverName(c.hold, c.dies), func(b *testing.B) {
 					for b.Loop() {

@@ -38,28 +38,19 @@ func BenchmarkHandover(b *testing.B) {
 			dead := quietB(newStore(b, url, prefix), core.WithClock(core.NewManualClock(time.Now())))
 			ping := newClient(b, url)
 			key := "handover"
-			lockOf := func(l *core.Locks, opts ...core.AcquireOption) func(context.Context) (func() error, error) {
-				return func(ctx context.Context) (func() error, error) {
-					lk, err := l.Acquire(ctx, key, opts...)
-					if err != nil {
-						return nil, err
-					}
-					return func() error { return lk.Release(context.Background()) }, nil
-				}
-			}
 			const ttl = 300 * time.Millisecond
 			for _, c := range []struct {
 				hold time.Duration
 				dies bool
 			}{{100 * time.Millisecond, false}, {time.Second, false}, {0, true}} {
 				h := testserver.Handover{
-					Hold:      lockOf(holder),
-					Wait:      lockOf(waiter, core.WithWait(time.Minute)),
+					Hold:      testserver.LockOf(holder, key),
+					Wait:      testserver.LockOf(waiter, key, core.WithWait(time.Minute)),
 					Tries:     &waiterClient.n,
 					RoundTrip: func() error { return ping.Do(context.Background(), ping.B().Ping().Build()).Error() },
 				}
 				if c.dies {
-					h.Hold, h.Dies, h.TTL = lockOf(dead, core.WithTTL(ttl)), true, ttl
+					h.Hold, h.Dies, h.TTL = testserver.LockOf(dead, key, core.WithTTL(ttl)), true, ttl
 				}
 				b.Run(testserver.HandoverName(c.hold, c.dies), func(b *testing.B) {
 					for b.Loop() {

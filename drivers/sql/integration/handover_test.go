@@ -47,18 +47,9 @@ func BenchmarkHandoverAfterDeath(b *testing.B) {
 			dead := quietB(store, core.WithClock(core.NewManualClock(time.Now())))
 			waiter := quietB(counted)
 			const key, ttl = "handover", 300 * time.Millisecond
-			lockOf := func(l *core.Locks, opts ...core.AcquireOption) func(context.Context) (func() error, error) {
-				return func(ctx context.Context) (func() error, error) {
-					lk, err := l.Acquire(ctx, key, opts...)
-					if err != nil {
-						return nil, err
-					}
-					return func() error { return lk.Release(context.Background()) }, nil
-				}
-			}
 			h := testserver.Handover{
-				Hold:  lockOf(dead, core.WithTTL(ttl)),
-				Wait:  lockOf(waiter, core.WithWait(time.Minute)),
+				Hold:  testserver.LockOf(dead, key, core.WithTTL(ttl)),
+				Wait:  testserver.LockOf(waiter, key, core.WithWait(time.Minute)),
 				Tries: &counted.n,
 				RoundTrip: func() error {
 					_, err := db.ExecContext(context.Background(), "SELECT 1")
