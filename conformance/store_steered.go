@@ -175,7 +175,7 @@ const steerBeyond = 3
 // whose calls do not all look at their context the same number of times
 // (rueidis's, whose looks depend on its pipeline's state) then still has a
 // call stopped in each window.
-const steerCopies = 4
+const steerCopies = 6
 
 // countLooks returns how many times a call of op looks at its context, the
 // most over a few calls: the steered cases stop calls at each look from the
