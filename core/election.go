@@ -106,11 +106,12 @@ func (e *Election) wake() {
 	case e.stopped || e.lead != nil || e.rested:
 	case e.campaigning:
 		e.again = true
-	case e.timer == nil || e.timer.Stop():
-		// The next campaign was scheduled and is not: run it now, on the
-		// instance's clock as every campaign (a timer that fired already
-		// is a campaign on its way).
-		e.timer = e.locks.clock.AfterFunc(0, e.run)
+	default:
+		// A campaign now, on the instance's clock as every campaign. The
+		// scheduled one stays: stopping it and scheduling this one would
+		// be two steps a clock's tick could fall between, losing both.
+		// Whichever runs second finds the other done or running (see run).
+		e.locks.clock.AfterFunc(0, e.run)
 	}
 }
 
@@ -132,6 +133,12 @@ func (e *Election) run() {
 		e.mu.Unlock()
 		return
 	}
+	if e.campaigning {
+		// A woken campaign and a scheduled one met: the one running
+		// started after the wake, so it covers both.
+		e.mu.Unlock()
+		return
+	}
 	e.inflight.Add(1)
 	leading := e.lead != nil
 	e.campaigning, e.rested = true, false
@@ -149,6 +156,9 @@ func (e *Election) run() {
 	}
 	e.again = false
 	if !e.stopped {
+		if e.timer != nil {
+			e.timer.Stop() // one schedule, whichever campaign ran
+		}
 		e.timer = e.locks.clock.AfterFunc(next, e.run)
 	}
 	e.mu.Unlock()
