@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/core/connhint"
 )
 
 // keeper keeps every lock a Locks instance holds: it owns the one timer, the
@@ -257,7 +259,7 @@ func (k *keeper) apply(r renewal, sent time.Time, ok bool, err error) {
 	case v.lost != 0:
 		k.lose(lk, v.lost)
 	case !v.retry.IsZero():
-		k.l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", r.deadline, "err", err)
+		k.l.log.Warn("leasehold: renewal failed; retrying until the deadline", "key", lk.key, "token", lk.token, "deadline", r.deadline, "err", connhint.Wrap(err))
 		k.schedule(lk, v.retry)
 	case !v.due.IsZero():
 		k.schedule(lk, k.slot(v.due, lk.ttl))

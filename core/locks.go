@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/leasehold/leasehold/core/connhint"
 )
 
 // Locks takes leases on a [LockStore] and keeps them: each held [Lock] is
@@ -200,7 +202,7 @@ func (l *Locks) Acquire(ctx context.Context, key string, opts ...AcquireOption) 
 		if err != nil {
 			// The outcome is unknown: assume the store said yes.
 			l.releaseUnknown(key, owner, cfg.kind, sent, cfg.ttl, err)
-			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, err)
+			return nil, fmt.Errorf("leasehold: acquire %q: %w", key, connhint.Wrap(err))
 		}
 		if ok {
 			return l.hold(ctx, key, owner, token, cfg, sent)
@@ -301,7 +303,7 @@ func (l *Locks) releaseUnheld(key, owner string, kind LockKind, timeout time.Dur
 	released, err := l.releaseOnce(key, owner, kind, timeout)
 	switch {
 	case err != nil:
-		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", err)
+		l.log.Warn("leasehold: could not release a lock this process must not keep; it expires after its ttl", "key", key, "err", connhint.Wrap(err))
 	case released:
 		l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
 	}
@@ -439,7 +441,7 @@ func (l *Locks) debug() bool {
 func (l *Locks) reportLost(err *LockLostError) {
 	attrs := []any{"key", err.Key, "token", err.Token, "reason", err.Reason.String()}
 	if err.Err != nil {
-		attrs = append(attrs, "err", err.Err)
+		attrs = append(attrs, "err", connhint.Wrap(err.Err))
 	}
 	l.log.Warn("leasehold: lock lost; another holder may take it now", attrs...)
 	l.emit(Event{Type: EventLockLost, Key: err.Key, Token: err.Token, Err: err})

@@ -2,6 +2,8 @@ package core
 
 import (
 	"time"
+
+	"github.com/leasehold/leasehold/core/connhint"
 )
 
 // unknownOutcomeTimeout bounds the first release Acquire sends after a
@@ -52,7 +54,7 @@ func (l *Locks) releaseUnknown(key, owner string, kind LockKind, sent time.Time,
 		l.log.Debug("leasehold: the store refused an acquire and its release alike; nothing was taken", "key", key, "err", err)
 		return
 	case err != nil:
-		l.log.Warn("leasehold: could not release what a failed acquire may have taken; trying again until the store answers", "key", key, "err", err, "acquire_err", acquireErr)
+		l.log.Warn("leasehold: could not release what a failed acquire may have taken; trying again until the store answers", "key", key, "err", connhint.Wrap(err), "acquire_err", acquireErr)
 	}
 	go l.keepReleasing(key, owner, kind, err == nil, sent.Add(max(ttl, unknownRetryWindow)))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/connhint"
 )
 
 // Store is a [core.LockStore], a [core.Lister], a [core.BatchRenewer], a
@@ -189,7 +190,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return err
 	}
 	if err := s.migrate(ctx); err != nil {
-		return fmt.Errorf("%s: migrate %s table %s: %w", s.name, s.d.name, s.table, err)
+		return fmt.Errorf("%s: migrate %s table %s: %w", s.name, s.d.name, s.table, connhint.Wrap(err))
 	}
 	return nil
 }

@@ -130,28 +130,9 @@ func TestOpenStoreHints(t *testing.T) {
 	}
 }
 
-// TestConnHintNone: an error that shows no known cause gets no hint.
-func TestConnHintNone(t *testing.T) {
-	if h := connHint(errors.New("ERR unknown command 'EVALSHA'"), false); h != "" {
-		t.Errorf("connHint = %q, want none", h)
-	}
-	if err := withHint(io.EOF, false); err != io.EOF {
+// TestWithHintNone: an error that shows no known cause gets no hint.
+func TestWithHintNone(t *testing.T) {
+	if err := withHint(io.EOF, "redis://h:6379/0"); err != io.EOF {
 		t.Errorf("withHint(io.EOF) = %v, want io.EOF itself", err)
-	}
-}
-
-func TestWantsTLS(t *testing.T) {
-	for raw, want := range map[string]bool{
-		"redis://h:6379/0":                      false,
-		"rediss://h:6379/0":                     true,
-		"valkeys://h:6379/0":                    true,
-		"postgres://u@h/db?sslmode=disable":     false,
-		"postgres://u@h/db?sslmode=verify-full": true,
-		"mysql://u@h/db?tls=true":               true,
-		"mysql://u@h/db":                        false,
-	} {
-		if got := wantsTLS(raw); got != want {
-			t.Errorf("wantsTLS(%q) = %v, want %v", raw, got, want)
-		}
 	}
 }

@@ -126,7 +126,7 @@ func openStore(ctx context.Context, raw string) (*store, error) {
 	}
 	var usage *usageError
 	if err != nil && !errors.As(err, &usage) {
-		err = withHint(err, wantsTLS(raw))
+		err = withHint(err, raw)
 	}
 	return st, err
 }
