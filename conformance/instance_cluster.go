@@ -115,10 +115,15 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 			clock:  core.NewManualClock(c.start),
 			synced: c.start,
 		}
+		var timer core.Observer
+		if !c.virtual {
+			timer = callTimer{t}
+		}
 		l, err := core.New(store,
 			core.WithClock(nd.clock),
 			core.WithLogger(quiet),
 			core.WithEventHandler(nd.handle),
+			core.WithObserver(timer),
 			core.WithDefaultTTL(c.ttl),
 			core.WithInstanceName(fmt.Sprintf("%s:%s:%s", e.opts.KeyPrefix, e.name, nd.name)))
 		if err != nil {
@@ -135,6 +140,22 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 		}
 	}
 	return c
+}
+
+// callTimer notes how long each store call of an instance took, in real
+// time, for the judge's slow-call rule: an instance whose renewal took
+// longer than the case allows loses or skips for the machine's sake, not
+// the store's. (With AdvanceTime, clocks wait for the calls, so their
+// duration decides nothing.)
+type callTimer struct{ t testing.TB }
+
+func (ct callTimer) Start(ctx context.Context, op core.Op) (context.Context, func(bool, error)) {
+	switch op.Type {
+	case core.OpAcquire, core.OpRenew, core.OpRelease:
+		start := time.Now()
+		return ctx, func(bool, error) { noteCall(ct.t, time.Since(start)) }
+	}
+	return ctx, func(bool, error) {}
 }
 
 // closeAll closes every instance with a context that is already done, so
@@ -340,6 +361,25 @@ func lostLate(t testing.TB, lost []core.Event, ttl time.Duration) {
 		}
 	}
 	noteCall(t, ttl*2/3)
+}
+
+// lateLosses tells the judge, through lostLate, when every lock the
+// instances lost came from renewals not confirmed in time, in real time. In a case where
+// no instance pauses, any loss is unexpected, and a late one is the
+// machine's: call it before failing such a case.
+func (c *cluster) lateLosses(t testing.TB) {
+	if c.virtual {
+		// Clocks move only as fast as the store answers: a renewal past
+		// its deadline failed, it did not come back late.
+		return
+	}
+	var lost []core.Event
+	for _, nd := range c.nodes {
+		lost = append(lost, nd.lostLocks()...)
+	}
+	if len(lost) > 0 {
+		lostLate(t, lost, c.ttl)
+	}
 }
 
 // runCount returns how many runs of the job the instance has started.

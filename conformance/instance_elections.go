@@ -26,9 +26,11 @@ func electThree(t testing.TB, e *env) *cluster {
 func stillLeads(t testing.TB, c *cluster, when string) {
 	t.Helper()
 	if l := c.leaders(); len(l) != 1 || l[0] != c.nodes[0] || c.acquisitions() != 1 {
+		c.lateLosses(t) // the leader's renewals may not have come back in time
 		t.Fatalf("%v after the election started, %s, leaders: %s (%s); i0, alive and renewing its lease every ttl/3, must still lead alone, with OnAcquired called once: the store must confirm the renewals of the lease's holder and refuse the lease to the other candidates", c.now(), when, names(l), c.describeElection())
 	}
 	if _, lost := c.nodes[0].record(); len(lost) != 0 {
+		c.lateLosses(t)
 		t.Fatalf("%v after the election started, %s, the leader i0 had been told it lost: %v; while it is alive, the store must confirm its renewals", c.now(), when, lost)
 	}
 }

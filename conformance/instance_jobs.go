@@ -32,6 +32,9 @@ func jobsOneInstance(t testing.TB, e *env) {
 		when := fmt.Sprintf("tick %d of %d, %v after the first", i+1, len(orders), c.now()-first)
 		res := c.tick(order...)
 		won := ran(res)
+		if len(won) != 1 || owner != nil && won[0] != owner {
+			c.lateLosses(t) // the owner's renewals may not have come back in time
+		}
 		if len(won) != 1 {
 			t.Fatalf("%s: %d instances ran the job (%s); with OnOneInstance exactly one must run each tick: the store must give the job's lease to one instance and refuse it to the others while the owner renews it", when, len(won), describeTick(res))
 		}
@@ -81,6 +84,7 @@ func jobsNoOverlap(t testing.TB, e *env) {
 		c.elapse(gap)
 		when := fmt.Sprintf("tick %d of %d, %v into i0's long run", i+1, ticks, c.now()-began)
 		if err := runCtx.Err(); err != nil {
+			c.lateLosses(t)
 			t.Fatalf("%s: the long run's context ended (cause: %v) while i0 was alive and renewing its run lock every ttl/3; the store must keep confirming the renewals of the lock's holder", when, context.Cause(runCtx))
 		}
 		allSkipped(t, c.tick(), core.SkipRunInProgress, when)

@@ -113,3 +113,44 @@ func TestLostLateIsTimingEvidence(t *testing.T) {
 		}
 	}
 }
+
+// slowRenewals is a correct store whose renewals come back after delay, as
+// on a machine too loaded to answer in time.
+type slowRenewals struct {
+	core.LockStore
+	delay time.Duration
+}
+
+func (s slowRenewals) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	time.Sleep(s.delay)
+	return s.LockStore.Renew(ctx, key, owner, ttl)
+}
+
+// TestJudgeTimesTheInstancesCalls: in a case run by instances (jobs,
+// elections), a correct store whose renewals come back too late makes the
+// owner skip or lose; the judge, which times the instances' calls too, says
+// inconclusive, never "Usual fix". With renewals on time the case passes.
+func TestJudgeTimesTheInstancesCalls(t *testing.T) {
+	var c Case
+	for _, k := range Cases() {
+		if k.Name == "jobs-one-instance" {
+			c = k
+		}
+	}
+	if c.run == nil {
+		t.Fatal("no case jobs-one-instance")
+	}
+	const ttl = 600 * time.Millisecond
+	for _, delay := range []time.Duration{0, ttl * 5 / 6} {
+		shared := slowRenewals{core.NewMemoryStore(), delay} // every instance's client reaches one store
+		newStore := func(testing.TB) core.LockStore { return shared }
+		o := judge(t, c, newStore, Options{TTL: ttl})
+		msg := strings.Join(o.messages, "\n")
+		switch {
+		case delay == 0 && o.failed:
+			t.Errorf("renewals on time: verdict %v; want a pass", o)
+		case delay > 0 && (!o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
+			t.Errorf("renewals %v late: verdict %v; want an inconclusive failure, without a fix", delay, o)
+		}
+	}
+}
