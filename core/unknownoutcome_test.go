@@ -267,3 +267,90 @@ func step(t *testing.T, clock *core.ManualClock) {
 	}
 	clock.Advance(50 * time.Millisecond)
 }
+
+// countedRelease counts the Release calls that reach the store.
+type countedRelease struct {
+	core.LockStore
+	mu sync.Mutex
+	n  int
+}
+
+func (s *countedRelease) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	return s.LockStore.Release(ctx, key, owner)
+}
+
+func (s *countedRelease) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// TestAmbiguousAcquireOvertakenLandsLater: the release after an unknown
+// outcome is answered "not held" at once, and the acquisition, on its way
+// on another connection, lands later: d after that answer, the key is
+// free within max(20ms, d/4) of the landing (in 5ms steps of the clock),
+// not at the next of checks 100ms to 800ms apart. An acquisition that
+// never lands costs about eighteen releases, the last of them within 2s.
+func TestAmbiguousAcquireOvertakenLandsLater(t *testing.T) {
+	const tick = 5 * time.Millisecond
+	for _, d := range []time.Duration{30 * time.Millisecond, 110 * time.Millisecond, 330 * time.Millisecond, 900 * time.Millisecond, -1} {
+		clock := core.NewManualClock(t0)
+		mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+		late := &lateAcquire{LockStore: mem}
+		store := &countedRelease{LockStore: late}
+		locks := coretest.NewLocks(t, store, core.WithClock(clock))
+		if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour)); err == nil {
+			t.Fatal("Acquire succeeded; want the store's error")
+		}
+		answered := clock.Now() // the memory store answers at once
+		// settle waits for the releases to sleep on the clock again, and
+		// reports false if they have ended instead (or not within wait).
+		settle := func(wait time.Duration) bool {
+			for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if clock.Pending() == 1 {
+					return true
+				}
+				if d >= 0 && holder(t, mem, "k") == "" && clock.Now().Sub(answered) >= d {
+					return false // the key was freed, and the releases ended
+				}
+			}
+			return false
+		}
+		if d < 0 {
+			for settle(time.Second) {
+				clock.Advance(tick)
+			}
+			if n, took := store.count(), clock.Now().Sub(answered); n > 20 || took < 1500*time.Millisecond || took > 2*time.Second {
+				t.Fatalf("an acquisition that never landed: %d releases, until %v after the first answer; want at most 20, for 1.5s to 2s", n, took)
+			}
+			continue
+		}
+		for clock.Now().Sub(answered) < d {
+			if !settle(5 * time.Second) {
+				t.Fatalf("the releases ended %v after the first answer; the acquisition lands at %v", clock.Now().Sub(answered), d)
+			}
+			clock.Advance(tick)
+		}
+		settle(5 * time.Second)
+		late.land()
+		landed := clock.Now()
+		if holder(t, mem, "k") == "" {
+			t.Fatal("the acquisition did not land")
+		}
+		for holder(t, mem, "k") != "" {
+			if !settle(5 * time.Second) && holder(t, mem, "k") != "" {
+				t.Fatalf("the releases ended with the key held, %v after it was taken", clock.Now().Sub(landed))
+			}
+			if holder(t, mem, "k") == "" {
+				break
+			}
+			clock.Advance(tick)
+		}
+		if freed, want := clock.Now().Sub(landed), max(20*time.Millisecond, d/4)+tick; freed > want {
+			t.Errorf("an acquisition that landed %v after the first answer held the key %v; want at most %v", d, freed, want)
+		}
+	}
+}
