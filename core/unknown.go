@@ -67,16 +67,22 @@ func (l *Locks) releaseUnknown(key, owner string, kind LockKind, sent time.Time,
 	if err == nil {
 		answered = l.clock.Now()
 	}
-	go l.keepReleasing(key, owner, kind, answered, sent.Add(max(ttl, unknownRetryWindow)))
+	go l.keepReleasing(key, owner, kind, answered, sent.Add(max(ttl, unknownRetryWindow)), true)
 }
 
-// keepReleasing is releaseUnknown's background part. answered is when
-// the store first answered a release ("not held"), zero while it has not;
-// giveUp ends the releases while it has not.
-func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered, giveUp time.Time) {
+// keepReleasing is releaseUnknown's background part, and that of a
+// Release the store failed. answered is when the store first answered a
+// release ("not held"), zero while it has not; giveUp ends the releases
+// while it has not. recheck says whether an answer may be overtaken by an
+// acquisition still on its way: it may after an unknown acquisition, not
+// after a failed Release (a renewal cannot take a key back).
+func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered, giveUp time.Time, recheck bool) {
 	for {
 		delay := unknownRetryDelay
 		if !answered.IsZero() {
+			if !recheck {
+				return
+			}
 			since := l.clock.Now().Sub(answered)
 			if since >= unknownRecheckWindow {
 				return

@@ -341,7 +341,7 @@ func TestAmbiguousAcquireOvertakenLandsLater(t *testing.T) {
 			t.Fatal("the acquisition did not land")
 		}
 		for holder(t, mem, "k") != "" {
-			if !settle(5 * time.Second) && holder(t, mem, "k") != "" {
+			if !settle(5*time.Second) && holder(t, mem, "k") != "" {
 				t.Fatalf("the releases ended with the key held, %v after it was taken", clock.Now().Sub(landed))
 			}
 			if holder(t, mem, "k") == "" {
@@ -351,6 +351,49 @@ func TestAmbiguousAcquireOvertakenLandsLater(t *testing.T) {
 		}
 		if freed, want := clock.Now().Sub(landed), max(20*time.Millisecond, d/4)+tick; freed > want {
 			t.Errorf("an acquisition that landed %v after the first answer held the key %v; want at most %v", d, freed, want)
+		}
+	}
+}
+
+// TestFailedReleaseKeepsReleasing: a Release the store fails (a connection
+// reset mid-call) returns the error, and releases go on in the background
+// until the store answers, so the key is free within 50ms of that, not
+// held by nobody until its ttl. A lock whose Acquire context ends is
+// released the same way.
+func TestFailedReleaseKeepsReleasing(t *testing.T) {
+	for _, byCancel := range []bool{false, true} {
+		clock := core.NewManualClock(t0)
+		mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+		store := &downRelease{LockStore: mem, clock: clock, calls: make(chan time.Time, 100)}
+		locks := coretest.NewLocks(t, store, core.WithClock(clock))
+		ctx, cancel := context.WithCancel(context.Background())
+		lk, err := locks.Acquire(ctx, "k", core.WithTTL(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.setDown(true)
+		if byCancel {
+			cancel()
+		} else if err := lk.Release(context.Background()); !errors.Is(err, errStoreDown) {
+			t.Fatalf("Release: %v; want the store's error", err)
+		}
+		cancel()
+		store.next(t)  // the release, which failed
+		for range 20 { // 1s of a store that is down
+			step(t, clock)
+			store.next(t)
+		}
+		if holder(t, mem, "k") == "" {
+			t.Fatal("the key is free while the store refused every release")
+		}
+		store.setDown(false)
+		step(t, clock)
+		store.next(t)
+		if h := holder(t, mem, "k"); h != "" {
+			t.Fatalf("released by cancel %v: 50ms after the store answered again, the key is still held by %s", byCancel, h)
+		}
+		if sleeping(clock) {
+			t.Fatal("releases go on after the store answered")
 		}
 	}
 }
