@@ -1,6 +1,11 @@
 package core
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
 	"time"
 )
 
@@ -112,4 +117,30 @@ func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered, giveUp
 			answered = l.clock.Now()
 		}
 	}
+}
+
+// sameRefusal reports whether two store errors say the same thing and
+// neither is one after which the store may have done the work: a timeout,
+// or a connection that broke mid-call (a reset storm fails an acquire and
+// its release alike, after the acquire may have run).
+func sameRefusal(a, b error) bool {
+	return !mayHaveRun(a) && !mayHaveRun(b) && a.Error() == b.Error()
+}
+
+// mayHaveRun reports whether err may have come after the store ran the
+// call: a timeout, a cancellation, or a connection that broke after the
+// request could have left (reset, closed mid-reply, any network error but
+// a failed dial, which sent nothing).
+func mayHaveRun(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op != "dial"
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }

@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -395,5 +397,61 @@ func TestFailedReleaseKeepsReleasing(t *testing.T) {
 		if sleeping(clock) {
 			t.Fatal("releases go on after the store answered")
 		}
+	}
+}
+
+// errConnBroken is a connection that broke mid-call, as go-sql-driver's
+// "invalid connection": the request may have run.
+type errConnBroken struct{}
+
+func (errConnBroken) Error() string { return "invalid connection" }
+func (errConnBroken) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// brokenConn takes the key and then fails the Acquire with errConnBroken,
+// and fails the first Release the same way: a connection reset storm.
+type brokenConn struct {
+	core.LockStore
+	mu       sync.Mutex
+	releases int
+}
+
+func (s *brokenConn) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if _, _, err := s.LockStore.Acquire(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	return 0, false, fmt.Errorf("store: %w", errConnBroken{})
+}
+
+func (s *brokenConn) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.mu.Lock()
+	s.releases++
+	first := s.releases == 1
+	s.mu.Unlock()
+	if first {
+		return false, fmt.Errorf("store: %w", errConnBroken{})
+	}
+	return s.LockStore.Release(ctx, key, owner)
+}
+
+// TestAmbiguousAcquireReleaseBrokenAlike: an acquire and its release that
+// fail alike because the connection broke mid-call (not a refusal: the
+// acquire may have run) are followed by more releases, which free the key.
+func TestAmbiguousAcquireReleaseBrokenAlike(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	locks := coretest.NewLocks(t, &brokenConn{LockStore: mem}, core.WithClock(clock))
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour)); !errors.As(err, &errConnBroken{}) {
+		t.Fatalf("Acquire: %v; want the store's error", err)
+	}
+	if holder(t, mem, "k") == "" {
+		t.Fatal("the acquisition did not take the key")
+	}
+	step(t, clock)
+	deadline := time.Now().Add(5 * time.Second)
+	for holder(t, mem, "k") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("50ms after a release that failed like the acquire, the key is still held")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
