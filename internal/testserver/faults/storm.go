@@ -142,7 +142,13 @@ func ResetStorm(t *testing.T, tg Target) {
 		}
 		slowest = max(slowest, time.Since(start))
 	}
-	Figure(t, "%s reset storm (%v, every connection reset every 50ms, %d resets): %d acquires tried by %d workers on %d instances, %d granted, %d failed, %d releases failed; no key granted twice; locks left right after the storm: %d taken by acquires that failed, last seen %v after it, and %d whose release failed, last seen %v after it; every key then taken within %v",
+	leftOf := func(n int, lastSeen time.Duration) string {
+		if n == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%d (last seen %v after it)", n, lastSeen.Round(time.Millisecond))
+	}
+	Figure(t, "%s reset storm (%v, every connection reset every 50ms, %d resets): %d acquires tried by %d workers on %d instances, %d granted, %d failed, %d releases failed; no key granted twice; locks left right after the storm: %s taken by acquires that failed, %s whose release failed; every key then taken within %v",
 		tg.Name, storm, resets.Load(), attempts.Load(), workers, instances, granted.Load(), acquireErrs.Load(), releaseErrs.Load(),
-		byAcquire, acquiresFreed.Round(time.Millisecond), byRelease, releasesFreed.Round(time.Millisecond), slowest.Round(time.Millisecond))
+		leftOf(byAcquire, acquiresFreed), leftOf(byRelease, releasesFreed), slowest.Round(time.Millisecond))
 }
