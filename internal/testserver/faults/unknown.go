@@ -20,8 +20,8 @@ import (
 // within about 100ms of the server answering again. The figures are how
 // many acquires the server ran after the resume; when, after it, keys
 // were seen held (from the start of the first List that saw one to the
-// start of the last); and when the server first answered a query on a
-// connection that never stalled. That answer, not the resume, is when the
+// start of the last), and for how long at most; and when the server first
+// answered a query on a connection that never stalled. That answer, not the resume, is when the
 // server answers again: right after a stall it starts serving every
 // connection opened during the stall at once, those of the releases in
 // flight among them. The target's stores must list their locks
@@ -78,10 +78,14 @@ func StalledAcquires(t *testing.T, tg Target) {
 	proxy.Resume()
 	resumed := time.Now()
 
-	// Watch the keys from the resume on: which the server took, and when
-	// a key was last seen held.
+	// Watch the keys from the resume on: which the server took, when keys
+	// were seen held, and how long they were held at most: from the start
+	// of the last List that saw none before (the resume if none did) to
+	// the end of the first List that saw none after.
 	taken := map[string]bool{}
 	firstHeld, lastHeld, answered := time.Duration(-1), time.Duration(-1), time.Duration(-1)
+	var clearSince time.Duration
+	freeBy := time.Duration(-1)
 	for {
 		since := time.Since(resumed)
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -100,9 +104,16 @@ func StalledAcquires(t *testing.T, tg Target) {
 			if firstHeld < 0 {
 				firstHeld = since
 			}
-			lastHeld = since
-		} else if since > 500*time.Millisecond {
-			break // the server has run what it held by now
+			lastHeld, freeBy = since, -1
+		} else {
+			if firstHeld < 0 {
+				clearSince = since
+			} else if freeBy < 0 {
+				freeBy = time.Since(resumed)
+			}
+			if since > 500*time.Millisecond {
+				break // the server has run what it held by now
+			}
 		}
 		if since > TTL {
 			t.Fatalf("a ttl (%v) after the network resumed, %d keys whose acquires failed are still held: the releases did not free them", TTL, len(live))
@@ -111,7 +122,9 @@ func StalledAcquires(t *testing.T, tg Target) {
 	}
 	freed := "no key was taken"
 	if lastHeld >= 0 {
-		freed = fmt.Sprintf("keys were seen held from %v to %v after it", firstHeld.Round(time.Millisecond), lastHeld.Round(time.Millisecond))
+		freed = fmt.Sprintf("keys were seen held from %v to %v after it, held %v at most (none seen at %v, none by %v)",
+			firstHeld.Round(time.Millisecond), lastHeld.Round(time.Millisecond), (freeBy - clearSince).Round(time.Millisecond),
+			clearSince.Round(time.Millisecond), freeBy.Round(time.Millisecond))
 	}
 	Figure(t, "%s stalled %v while %d acquires were sent (each gave up after 500ms): the server ran %d of them after the resume; %s (ttl %v); the server's first answer after the resume, to a query on a connection that never stalled, came %v after it",
 		tg.Name, stall, keys, len(taken), freed, TTL, answered.Round(time.Millisecond))
