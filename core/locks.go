@@ -321,15 +321,6 @@ func (l *Locks) releaseOnce(key, owner string, kind LockKind, timeout time.Durat
 	return released, err
 }
 
-// sameRefusal reports whether two store errors say the same thing and
-// neither is a timeout, after which the store may have done the work.
-func sameRefusal(a, b error) bool {
-	timeout := func(err error) bool {
-		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-	}
-	return !timeout(a) && !timeout(b) && a.Error() == b.Error()
-}
-
 // Close shuts the instance down: job guards stop taking ticks and wait for
 // their runs (bounded by ctx), job leases are handed back, elections step
 // down, and then every other held lock is released. Afterwards every call

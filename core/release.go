@@ -23,7 +23,11 @@ const MinHold = time.Second
 // ctx is already done (within a bounded time), so a deferred Release on a
 // cancelled request still frees the key. Releasing twice is a no-op. It
 // returns the [*LockLostError] if the lock was lost before it was released,
-// because the work it protected may not have been alone.
+// because the work it protected may not have been alone. If the store
+// call fails, Release returns its error, and the instance goes on
+// releasing the key in the background, every 50ms until the store answers
+// (for a minute, or the ttl if longer; not after [Locks.Close]), so that
+// the key is not left held by nobody until its ttl.
 //
 // A nil lock or a nil ctx is an error matching [ErrInvalidArgument].
 func (lk *Lock) Release(ctx context.Context) error {
@@ -105,6 +109,12 @@ func (k *keeper) release(ctx context.Context, lk *Lock, after time.Duration) err
 	}
 	end(ok, err)
 	if err != nil {
+		if after == 0 {
+			// The release may not have reached the store, and the key
+			// would stay held by nobody until its ttl: release it again
+			// in the background until the store answers (not past Close).
+			go l.keepReleasing(lk.key, lk.owner, lk.kind, time.Time{}, l.clock.Now().Add(max(lk.ttl, unknownRetryWindow)), false)
+		}
 		err = fmt.Errorf("leasehold: release %q: %w", lk.key, err)
 		lk.endHold(false, err)
 		return err

@@ -1,6 +1,11 @@
 package core
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold/core/connhint"
@@ -23,12 +28,21 @@ const unknownRetryDelay = 50 * time.Millisecond
 // the releases just when they can help.
 const unknownRetryWindow = time.Minute
 
-// unknownRechecks is how many more releases follow one the store answered
-// with "not held", spaced 100ms, 200ms, 400ms, 800ms: the acquisition may
-// still be on its way, on another connection than the release's (a stalled
-// network that resumed, a connection reset after the request left), and
-// land after the release that overtook it.
-const unknownRechecks = 4
+// After the store has answered a release "not held", releases go on for
+// unknownRecheckWindow, spaced a quarter (unknownRecheckFraction) of the
+// time since that answer, and at least unknownRecheckMin apart: the
+// acquisition may still be on its way, on another connection than the
+// release's (a stalled network that resumed, a connection reset after the
+// request left), and land after the release that overtook it. One that
+// lands d after the answer is undone within max(unknownRecheckMin, d/4),
+// plus a round trip: early, while most such acquisitions land, the checks
+// are close together; later, when few still can, they thin out, about
+// eighteen checks in all.
+const (
+	unknownRecheckWindow   = 1500 * time.Millisecond
+	unknownRecheckMin      = 20 * time.Millisecond
+	unknownRecheckFraction = 4
+)
 
 // releaseUnknown releases key for owner after an acquisition of ttl, sent
 // at sent, whose outcome is unknown: the store may have taken the key, or
@@ -36,9 +50,9 @@ const unknownRechecks = 4
 // the caller waits. Then, in the background: if that release failed, it
 // tries again every unknownRetryDelay until the store answers, for the
 // longer of the ttl and unknownRetryWindow; once the store has answered
-// "not held", it checks unknownRechecks more times. It stops at the first
-// release that finds the lock, or when the instance is closed. No Lock
-// holds the key, so the keeper never sees it.
+// "not held", it checks again for unknownRecheckWindow, more often at
+// first. It stops at the first release that finds the lock, or when the
+// instance is closed. No Lock holds the key, so the keeper never sees it.
 //
 // acquireErr is the acquisition's error: when the release fails the same
 // way, and neither timed out, the store ran neither (a missing table, a
@@ -56,28 +70,37 @@ func (l *Locks) releaseUnknown(key, owner string, kind LockKind, sent time.Time,
 	case err != nil:
 		l.log.Warn("leasehold: could not release what a failed acquire may have taken; trying again until the store answers", "key", key, "err", connhint.Wrap(err), "acquire_err", acquireErr)
 	}
-	go l.keepReleasing(key, owner, kind, err == nil, sent.Add(max(ttl, unknownRetryWindow)))
+	var answered time.Time
+	if err == nil {
+		answered = l.clock.Now()
+	}
+	go l.keepReleasing(key, owner, kind, answered, sent.Add(max(ttl, unknownRetryWindow)), true)
 }
 
-// keepReleasing is releaseUnknown's background part. answered says whether
-// the store has answered a release ("not held") yet; giveUp ends the
-// releases while it has not.
-func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered bool, giveUp time.Time) {
-	delay := unknownRetryDelay
-	rechecks := 0
+// keepReleasing is releaseUnknown's background part, and that of a
+// Release the store failed. answered is when the store first answered a
+// release ("not held"), zero while it has not; giveUp ends the releases
+// while it has not. recheck says whether an answer may be overtaken by an
+// acquisition still on its way: it may after an unknown acquisition, not
+// after a failed Release (a renewal cannot take a key back).
+func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered, giveUp time.Time, recheck bool) {
 	for {
-		if answered {
-			if rechecks == unknownRechecks {
+		delay := unknownRetryDelay
+		if !answered.IsZero() {
+			if !recheck {
 				return
 			}
-			rechecks++
-			delay *= 2
+			since := l.clock.Now().Sub(answered)
+			if since >= unknownRecheckWindow {
+				return
+			}
+			delay = max(unknownRecheckMin, since/unknownRecheckFraction)
 		}
 		if sleep(l.base, l.clock, delay) != nil {
 			return // closed
 		}
 		timeout := unknownOutcomeTimeout
-		if !answered {
+		if answered.IsZero() {
 			left := giveUp.Sub(l.clock.Now())
 			if left <= 0 {
 				l.log.Warn("leasehold: gave up releasing a lock this process must not keep: the store has not answered; the key may stay held until its ttl", "key", key)
@@ -92,6 +115,34 @@ func (l *Locks) keepReleasing(key, owner string, kind LockKind, answered bool, g
 			l.log.Debug("leasehold: released a lock this process must not keep", "key", key)
 			return
 		}
-		answered = answered || err == nil
+		if err == nil && answered.IsZero() {
+			answered = l.clock.Now()
+		}
 	}
+}
+
+// sameRefusal reports whether two store errors say the same thing and
+// neither is one after which the store may have done the work: a timeout,
+// or a connection that broke mid-call (a reset storm fails an acquire and
+// its release alike, after the acquire may have run).
+func sameRefusal(a, b error) bool {
+	return !mayHaveRun(a) && !mayHaveRun(b) && a.Error() == b.Error()
+}
+
+// mayHaveRun reports whether err may have come after the store ran the
+// call: a timeout, a cancellation, or a connection that broke after the
+// request could have left (reset, closed mid-reply, any network error but
+// a failed dial, which sent nothing).
+func mayHaveRun(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op != "dial"
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }

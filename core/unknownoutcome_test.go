@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +268,190 @@ func step(t *testing.T, clock *core.ManualClock) {
 		t.Fatal("the background releases ended")
 	}
 	clock.Advance(50 * time.Millisecond)
+}
+
+// countedRelease counts the Release calls that reach the store.
+type countedRelease struct {
+	core.LockStore
+	mu sync.Mutex
+	n  int
+}
+
+func (s *countedRelease) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	return s.LockStore.Release(ctx, key, owner)
+}
+
+func (s *countedRelease) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// TestAmbiguousAcquireOvertakenLandsLater: the release after an unknown
+// outcome is answered "not held" at once, and the acquisition, on its way
+// on another connection, lands later: d after that answer, the key is
+// free within max(20ms, d/4) of the landing (in 5ms steps of the clock),
+// not at the next of checks 100ms to 800ms apart. An acquisition that
+// never lands costs about eighteen releases, the last of them within 2s.
+func TestAmbiguousAcquireOvertakenLandsLater(t *testing.T) {
+	const tick = 5 * time.Millisecond
+	for _, d := range []time.Duration{30 * time.Millisecond, 110 * time.Millisecond, 330 * time.Millisecond, 900 * time.Millisecond, -1} {
+		clock := core.NewManualClock(t0)
+		mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+		late := &lateAcquire{LockStore: mem}
+		store := &countedRelease{LockStore: late}
+		locks := coretest.NewLocks(t, store, core.WithClock(clock))
+		if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour)); err == nil {
+			t.Fatal("Acquire succeeded; want the store's error")
+		}
+		answered := clock.Now() // the memory store answers at once
+		// settle waits for the releases to sleep on the clock again, and
+		// reports false if they have ended instead (or not within wait).
+		settle := func(wait time.Duration) bool {
+			for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if clock.Pending() == 1 {
+					return true
+				}
+				if d >= 0 && holder(t, mem, "k") == "" && clock.Now().Sub(answered) >= d {
+					return false // the key was freed, and the releases ended
+				}
+			}
+			return false
+		}
+		if d < 0 {
+			for settle(time.Second) {
+				clock.Advance(tick)
+			}
+			if n, took := store.count(), clock.Now().Sub(answered); n > 20 || took < 1500*time.Millisecond || took > 2*time.Second {
+				t.Fatalf("an acquisition that never landed: %d releases, until %v after the first answer; want at most 20, for 1.5s to 2s", n, took)
+			}
+			continue
+		}
+		for clock.Now().Sub(answered) < d {
+			if !settle(5 * time.Second) {
+				t.Fatalf("the releases ended %v after the first answer; the acquisition lands at %v", clock.Now().Sub(answered), d)
+			}
+			clock.Advance(tick)
+		}
+		settle(5 * time.Second)
+		late.land()
+		landed := clock.Now()
+		if holder(t, mem, "k") == "" {
+			t.Fatal("the acquisition did not land")
+		}
+		for holder(t, mem, "k") != "" {
+			if !settle(5*time.Second) && holder(t, mem, "k") != "" {
+				t.Fatalf("the releases ended with the key held, %v after it was taken", clock.Now().Sub(landed))
+			}
+			if holder(t, mem, "k") == "" {
+				break
+			}
+			clock.Advance(tick)
+		}
+		if freed, want := clock.Now().Sub(landed), max(20*time.Millisecond, d/4)+tick; freed > want {
+			t.Errorf("an acquisition that landed %v after the first answer held the key %v; want at most %v", d, freed, want)
+		}
+	}
+}
+
+// TestFailedReleaseKeepsReleasing: a Release the store fails (a connection
+// reset mid-call) returns the error, and releases go on in the background
+// until the store answers, so the key is free within 50ms of that, not
+// held by nobody until its ttl. A lock whose Acquire context ends is
+// released the same way.
+func TestFailedReleaseKeepsReleasing(t *testing.T) {
+	for _, byCancel := range []bool{false, true} {
+		clock := core.NewManualClock(t0)
+		mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+		store := &downRelease{LockStore: mem, clock: clock, calls: make(chan time.Time, 100)}
+		locks := coretest.NewLocks(t, store, core.WithClock(clock))
+		ctx, cancel := context.WithCancel(context.Background())
+		lk, err := locks.Acquire(ctx, "k", core.WithTTL(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.setDown(true)
+		if byCancel {
+			cancel()
+		} else if err := lk.Release(context.Background()); !errors.Is(err, errStoreDown) {
+			t.Fatalf("Release: %v; want the store's error", err)
+		}
+		cancel()
+		store.next(t)  // the release, which failed
+		for range 20 { // 1s of a store that is down
+			step(t, clock)
+			store.next(t)
+		}
+		if holder(t, mem, "k") == "" {
+			t.Fatal("the key is free while the store refused every release")
+		}
+		store.setDown(false)
+		step(t, clock)
+		store.next(t)
+		if h := holder(t, mem, "k"); h != "" {
+			t.Fatalf("released by cancel %v: 50ms after the store answered again, the key is still held by %s", byCancel, h)
+		}
+		if sleeping(clock) {
+			t.Fatal("releases go on after the store answered")
+		}
+	}
+}
+
+// errConnBroken is a connection that broke mid-call, as go-sql-driver's
+// "invalid connection": the request may have run.
+type errConnBroken struct{}
+
+func (errConnBroken) Error() string { return "invalid connection" }
+func (errConnBroken) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// brokenConn takes the key and then fails the Acquire with errConnBroken,
+// and fails the first Release the same way: a connection reset storm.
+type brokenConn struct {
+	core.LockStore
+	mu       sync.Mutex
+	releases int
+}
+
+func (s *brokenConn) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if _, _, err := s.LockStore.Acquire(ctx, key, owner, ttl); err != nil {
+		return 0, false, err
+	}
+	return 0, false, fmt.Errorf("store: %w", errConnBroken{})
+}
+
+func (s *brokenConn) Release(ctx context.Context, key, owner string) (bool, error) {
+	s.mu.Lock()
+	s.releases++
+	first := s.releases == 1
+	s.mu.Unlock()
+	if first {
+		return false, fmt.Errorf("store: %w", errConnBroken{})
+	}
+	return s.LockStore.Release(ctx, key, owner)
+}
+
+// TestAmbiguousAcquireReleaseBrokenAlike: an acquire and its release that
+// fail alike because the connection broke mid-call (not a refusal: the
+// acquire may have run) are followed by more releases, which free the key.
+func TestAmbiguousAcquireReleaseBrokenAlike(t *testing.T) {
+	clock := core.NewManualClock(t0)
+	mem := core.NewMemoryStore(core.WithMemoryClock(clock))
+	locks := coretest.NewLocks(t, &brokenConn{LockStore: mem}, core.WithClock(clock))
+	if _, err := locks.Acquire(context.Background(), "k", core.WithTTL(time.Hour)); !errors.As(err, &errConnBroken{}) {
+		t.Fatalf("Acquire: %v; want the store's error", err)
+	}
+	if holder(t, mem, "k") == "" {
+		t.Fatal("the acquisition did not take the key")
+	}
+	step(t, clock)
+	deadline := time.Now().Add(5 * time.Second)
+	for holder(t, mem, "k") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("50ms after a release that failed like the acquire, the key is still held")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -282,6 +283,19 @@ func TestErrors(t *testing.T) {
 	f.exec = func(string) (sql.Result, error) { return result{2, 0}, nil }
 	if _, err := s.Renew(context.Background(), "k", "o", time.Minute); err == nil || !strings.Contains(err.Error(), "primary key") {
 		t.Fatalf("two rows renewed: %v", err)
+	}
+}
+
+// go-sql-driver's "invalid connection", a connection that broke after the
+// request may have left, also matches io.ErrUnexpectedEOF, so that core
+// counts the call's outcome as unknown; its text and the driver's error
+// stay as they were.
+func TestBrokenConnectionMayHaveRun(t *testing.T) {
+	f := &fakeExec{exec: func(string) (sql.Result, error) { return nil, mysql.ErrInvalidConn }}
+	s, _ := NewWithExecutor(f, SQLite)
+	_, err := s.Release(context.Background(), "k", "o")
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, mysql.ErrInvalidConn) || err.Error() != "sqlstore: invalid connection" {
+		t.Fatalf("Release on a broken connection: %v; want the driver's error, matching io.ErrUnexpectedEOF", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -62,6 +63,19 @@ func Retryable(err error) bool {
 	state := sqlState(err)
 	return state == "40001" || state == "40P01"
 }
+
+// brokenConnError is go-sql-driver's ErrInvalidConn, which the driver
+// returns when a connection broke after the request may have left (it
+// returns driver.ErrBadConn, which database/sql retries, when nothing was
+// sent). It also matches io.ErrUnexpectedEOF, so that core counts the
+// call's outcome as unknown instead of a refusal: an acquire and its
+// release that both fail this way in a reset storm may have taken the key.
+type brokenConnError struct{ error }
+
+func (e brokenConnError) Unwrap() []error { return []error{e.error, io.ErrUnexpectedEOF} }
+
+// brokenConn reports whether err is go-sql-driver's ErrInvalidConn.
+func brokenConn(err error) bool { return errors.Is(err, mysql.ErrInvalidConn) }
 
 // missingTable reports whether err says that a table does not exist.
 func missingTable(err error) bool {

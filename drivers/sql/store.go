@@ -174,8 +174,11 @@ func (s *Store) Schema() []string { return append([]string(nil), s.st.schema...)
 // fail prefixes err with the store's name, and names the fix when the
 // table is missing.
 func (s *Store) fail(err error) error {
-	if missingTable(err) {
+	switch {
+	case missingTable(err):
 		err = &notMigratedError{table: s.table, err: err}
+	case brokenConn(err):
+		err = brokenConnError{err}
 	}
 	return fmt.Errorf("%s: %w", s.name, err)
 }
