@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -360,14 +361,19 @@ func (e *env) owners(label string, n int) []string {
 }
 
 // winners checks a race's answers for errors and returns the indexes of the
-// callers that acquired. what describes the race for messages.
-func winners(t testing.TB, res []result, what string) []int {
+// callers that acquired. what describes the race for messages. A call that
+// ran out of Options.Timeout took at least that long: the judge hears of it
+// as a slow call (a loaded machine, not a store that fails races).
+func (e *env) winners(t testing.TB, res []result, what string) []int {
 	t.Helper()
 	var won []int
 	var errs []error
 	for i, r := range res {
 		if r.err != nil {
 			errs = append(errs, r.err)
+			if errors.Is(r.err, context.DeadlineExceeded) {
+				noteCall(t, e.opts.Timeout)
+			}
 		}
 		if r.ok && r.err == nil {
 			won = append(won, i)

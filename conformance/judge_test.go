@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +152,51 @@ func TestJudgeTimesTheInstancesCalls(t *testing.T) {
 			t.Errorf("renewals on time: verdict %v; want a pass", o)
 		case delay > 0 && (!o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
 			t.Errorf("renewals %v late: verdict %v; want an inconclusive failure, without a fix", delay, o)
+		}
+	}
+}
+
+// timingOut is a correct store one Acquire in every ten of which waits for
+// its context to end, as a call queued on a machine too busy to answer.
+type timingOut struct {
+	core.LockStore
+	calls *atomic.Int64
+}
+
+func (s timingOut) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if s.calls.Add(1)%10 == 0 {
+		<-ctx.Done()
+		return 0, false, ctx.Err()
+	}
+	return s.LockStore.Acquire(ctx, key, owner, ttl)
+}
+
+// TestJudgeCallsARaceTimeoutInconclusive: race calls that ran out of
+// Options.Timeout took that long; the verdict is inconclusive, without the
+// fix for a store that fails races, and with calls on time the case passes.
+func TestJudgeCallsARaceTimeoutInconclusive(t *testing.T) {
+	var c Case
+	for _, k := range Cases() {
+		if k.Name == "race-distinct-keys" {
+			c = k
+		}
+	}
+	if c.run == nil {
+		t.Fatal("no case race-distinct-keys")
+	}
+	for _, stall := range []bool{false, true} {
+		var calls atomic.Int64
+		store := core.LockStore(core.NewMemoryStore())
+		if stall {
+			store = timingOut{store, &calls}
+		}
+		o := judge(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 600 * time.Millisecond, Timeout: 300 * time.Millisecond})
+		msg := strings.Join(o.messages, "\n")
+		switch {
+		case !stall && o.failed:
+			t.Errorf("calls on time: verdict %v; want a pass", o)
+		case stall && (!o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
+			t.Errorf("calls that time out: verdict %v; want an inconclusive failure, without a fix", o)
 		}
 	}
 }

@@ -265,7 +265,7 @@ func raceBatchTakeover(t testing.TB, e *env) {
 				t.Fatalf("RenewBatch renewed %s for %s, which never held it (%s does); the contract requires false: only the owner of a live lock may renew it", show(foreign), batchLeases[j][last].Owner, holder)
 			}
 		}
-		winners(t, taken, "takeovers around the old locks' expiry")
+		e.winners(t, taken, "takeovers around the old locks' expiry")
 		for i, r := range taken {
 			if r.ok {
 				// A batch renewal and the takeover both succeeding is left

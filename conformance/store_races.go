@@ -125,7 +125,7 @@ func (e *env) raceKeys(t testing.TB, keys []string, round int, what string) *won
 			})
 		}
 	})
-	winners(t, res, fmt.Sprintf("Acquire of %s", what))
+	e.winners(t, res, fmt.Sprintf("Acquire of %s", what))
 	for k, key := range keys {
 		var ws []int
 		for i := k; i < len(res); i += len(keys) {
@@ -154,7 +154,7 @@ func (e *env) releaseWon(t testing.TB, w *won, what string) {
 		defer cancel()
 		res[k].ok, res[k].err = e.storeOf(w.owners[k]).Release(ctx, w.keys[k], w.owners[k])
 	})
-	winners(t, res, "Release of the keys by the winners of their races")
+	e.winners(t, res, "Release of the keys by the winners of their races")
 	for k, r := range res {
 		if !r.ok {
 			t.Fatalf("Release of %s by its holder %s returned false; the contract requires true: %s", show(w.keys[k]), w.owners[k], what)
@@ -196,7 +196,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 		defer cancel()
 		first[i].token, first[i].ok, first[i].err = e.storeOf(owners[i]).Acquire(ctx, keys[i], owners[i], ttl)
 	})
-	winners(t, first, fmt.Sprintf("Acquire of %d distinct free keys", len(keys)))
+	e.winners(t, first, fmt.Sprintf("Acquire of %d distinct free keys", len(keys)))
 	for i, r := range first {
 		if !r.ok {
 			t.Fatalf("Acquire of the free key %s returned not acquired; the contract requires acquired: no lock has ever held this key", show(keys[i]))
@@ -252,7 +252,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 			e.cleanupRelease(t, keys[i], owners[i])
 		}
 	}
-	won := winners(t, res, fmt.Sprintf("Acquire of %d distinct free keys", n))
+	won := e.winners(t, res, fmt.Sprintf("Acquire of %d distinct free keys", n))
 	if len(won) != n {
 		t.Fatalf("only %d of %d concurrent Acquire calls on distinct free keys returned acquired; the contract requires all: a key no live lock holds must be acquired, however many other keys are being acquired at the same time", len(won), n)
 	}
@@ -267,7 +267,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 		defer cancel()
 		released[i].ok, released[i].err = e.storeOf(owners[i]).Release(ctx, keys[i], owners[i])
 	})
-	if won := winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
+	if won := e.winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
 		t.Fatalf("only %d of %d concurrent Release calls by the holders of distinct keys returned true; the contract requires all: each owner holds a live lock on its own key", len(won), n)
 	}
 }
@@ -310,8 +310,8 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 				taken[j-n] = r.takeover(j-n, keys[j-n], news[j-n])
 			}
 		})
-		winners(t, old, "old holders' "+op+" calls around their locks' expiry")
-		winners(t, taken, "takeovers around the old locks' expiry")
+		e.winners(t, old, "old holders' "+op+" calls around their locks' expiry")
+		e.winners(t, taken, "takeovers around the old locks' expiry")
 		for i, r := range taken {
 			if !r.ok {
 				// Refused: the old holder's lock was live, or renewed;
