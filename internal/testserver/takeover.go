@@ -27,6 +27,11 @@ type Takeover struct {
 	// RoundTrip is one bare round trip to the store's server, measured in
 	// the same run as the baseline.
 	RoundTrip func() error
+	// Commit, if not nil, is one bare durable write (a one-row UPDATE
+	// committed on its own), measured in the same run as a second
+	// baseline: a store whose release and acquire each commit to disk
+	// waits for the disk's flush twice per takeover.
+	Commit func() error
 }
 
 // Takeovers runs n step-downs of t.Leader, each after it led for about
@@ -36,13 +41,16 @@ type Takeover struct {
 // OnAcquired, as p50-ms, p99-ms and max-ms; the same from Stop's return
 // (the leader's release done) as ret-p50-ms and ret-p99-ms; the bare
 // round trip's p50 and p99 in the same run (rtt-p50-ms, rtt-p99-ms: the
-// machine's own tail); the ratio p50/rtt; and,
+// machine's own tail); with Commit, a bare commit's p50 and p99
+// (commit-p50-ms, commit-p99-ms: the disk's); the ratio p50/rtt; and,
 // with Calls, the standby's store calls per takeover, from its Elect to
 // its OnAcquired. It sets b.N aside: run it with -benchtime=1x.
 func Takeovers(b *testing.B, t Takeover, lead time.Duration, n int) {
 	b.Helper()
 	ctx := context.Background()
-	var lat, afterRet, rtts []time.Duration
+	var lat, afterRet, rtts, commits []time.Duration
+	type one struct{ total, stop time.Duration }
+	var each []one
 	var calls int64
 	for i := 0; i < n; i++ {
 		leading := make(chan time.Time, 1)
@@ -77,6 +85,13 @@ func Takeovers(b *testing.B, t Takeover, lead time.Duration, n int) {
 				b.Fatalf("round trip: %v", err)
 			}
 			rtts = append(rtts, time.Since(t0))
+			if t.Commit != nil {
+				t0 := time.Now()
+				if err := t.Commit(); err != nil {
+					b.Fatalf("commit: %v", err)
+				}
+				commits = append(commits, time.Since(t0))
+			}
 		}
 		time.Sleep(time.Until(led.Add(time.Duration(float64(lead) * (0.8 + 0.4*rand.Float64())))))
 		select {
@@ -96,6 +111,7 @@ func Takeovers(b *testing.B, t Takeover, lead time.Duration, n int) {
 			b.Fatalf("takeover %d: the standby did not take over within a minute of the step-down", i)
 		}
 		lat = append(lat, at.Sub(stop))
+		each = append(each, one{at.Sub(stop), stopped.Sub(stop)})
 		afterRet = append(afterRet, at.Sub(stopped))
 		if t.Calls != nil {
 			calls += t.Calls.Load()
@@ -105,6 +121,10 @@ func Takeovers(b *testing.B, t Takeover, lead time.Duration, n int) {
 		if err := standby.Stop(ctx); err != nil {
 			b.Fatalf("takeover %d: standby's Stop: %v", i, err)
 		}
+	}
+	slices.SortFunc(each, func(a, b one) int { return int(b.total - a.total) })
+	for _, o := range each[:min(3, len(each))] {
+		b.Logf("slow takeover: %.2fms, of which Stop (the leader's release) %.2fms", float64(o.total)/1e6, float64(o.stop)/1e6)
 	}
 	slices.Sort(lat)
 	slices.Sort(afterRet)
@@ -119,6 +139,12 @@ func Takeovers(b *testing.B, t Takeover, lead time.Duration, n int) {
 	b.ReportMetric(ms(pct(afterRet, 0.99)), "ret-p99-ms")
 	b.ReportMetric(ms(rtt), "rtt-p50-ms")
 	b.ReportMetric(ms(pct(rtts, 0.99)), "rtt-p99-ms")
+	if len(commits) > 0 {
+		slices.Sort(commits)
+		b.ReportMetric(ms(pct(commits, 0.5)), "commit-p50-ms")
+		b.ReportMetric(ms(pct(commits, 0.99)), "commit-p99-ms")
+		b.Logf("a bare durable commit: p50 %.2fms p99 %.2fms max %.2fms", ms(pct(commits, 0.5)), ms(pct(commits, 0.99)), ms(commits[len(commits)-1]))
+	}
 	b.ReportMetric(float64(pct(lat, 0.5))/float64(rtt), "p50/rtt")
 	if t.Calls != nil {
 		b.ReportMetric(float64(calls)/float64(n), "calls/takeover")

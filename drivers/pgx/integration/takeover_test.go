@@ -43,6 +43,9 @@ func BenchmarkTakeover(b *testing.B) {
 	}
 	leaderPool := openPool(b, dsn, nil)
 	leader := quietB(migrated(b, leaderPool))
+	if _, err := leaderPool.Exec(context.Background(), `CREATE TABLE commit_probe (k int PRIMARY KEY, v bigint NOT NULL); INSERT INTO commit_probe VALUES (1, 0)`); err != nil {
+		b.Fatal(err)
+	}
 	var poolCalls countQueries
 	standbyPool := openPool(b, dsn, &poolCalls)
 	pgxStandby, err := pgxstore.New(standbyPool)
@@ -72,6 +75,10 @@ func BenchmarkTakeover(b *testing.B) {
 				Calls:   s.calls,
 				RoundTrip: func() error {
 					_, err := leaderPool.Exec(context.Background(), "SELECT 1")
+					return err
+				},
+				Commit: func() error {
+					_, err := leaderPool.Exec(context.Background(), "UPDATE commit_probe SET v = v + 1 WHERE k = 1")
 					return err
 				},
 			}
