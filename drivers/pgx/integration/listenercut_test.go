@@ -85,9 +85,10 @@ func TestListenerCut(t *testing.T) {
 				keeping <- err
 			}()
 			t.Cleanup(func() { cancel(); <-keeping })
-			// LISTEN in effect wakes the keeper for a second try, well
-			// before its backoff (2.5s) or its holder's lease end (30s).
-			eventuallyWithin(t, 2*time.Second, "LISTEN in effect", func() bool { return keeper.n.Load() >= 2 })
+			// LISTEN in effect wakes the keeper for a second try (so
+			// does its backoff, 2.5 to 5s: the handover below checks that
+			// notifications pass).
+			eventuallyWithin(t, 10*time.Second, "LISTEN in effect", func() bool { return keeper.n.Load() >= 2 })
 
 			// handOver releases k once the waiter has tried once, and
 			// returns how long after the release the waiter took it.
@@ -99,7 +100,7 @@ func TestListenerCut(t *testing.T) {
 				}
 				before := waiter.n.Load()
 				done := waitAcquire(waiterLocks, k)
-				eventuallyWithin(t, 2*time.Second, "the waiter's first try", func() bool { return waiter.n.Load() > before })
+				eventuallyWithin(t, 10*time.Second, "the waiter's first try", func() bool { return waiter.n.Load() > before })
 				released := time.Now()
 				if err := held.Release(context.Background()); err != nil {
 					t.Fatal(err)
@@ -120,12 +121,12 @@ func TestListenerCut(t *testing.T) {
 			}
 			before := waiter.n.Load()
 			done := waitAcquire(waiterLocks, k)
-			eventuallyWithin(t, 2*time.Second, "the waiter's first try", func() bool { return waiter.n.Load() > before })
+			eventuallyWithin(t, 10*time.Second, "the waiter's first try", func() bool { return waiter.n.Load() > before })
 			proxy.Refuse(true)
 			if proxy.ResetAll() == 0 {
 				t.Fatal("no listening connection through the proxy to cut")
 			}
-			eventuallyWithin(t, 5*time.Second, "the loss logged", func() bool { return logs.Count("WARN", "cannot LISTEN") == 1 })
+			eventuallyWithin(t, 10*time.Second, "the loss logged", func() bool { return logs.Count("WARN", "cannot LISTEN") == 1 })
 			released := time.Now()
 			if err := held.Release(context.Background()); err != nil {
 				t.Fatal(err)
