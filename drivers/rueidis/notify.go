@@ -135,6 +135,12 @@ func (s *Store) receive(ctx context.Context, channel string, sub *channelSub, pr
 		sub.wakeAll()
 	}
 	var lost atomic.Bool
+	// loss logs, once until the subscription is back, that it was lost.
+	loss := func(err error) {
+		if !lost.Swap(true) {
+			s.log.Warn("rueidisstore: lost the subscription to release notifications; waiters fall back to their backoff until it is back", "channel", channel, "err", err)
+		}
+	}
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(ps rueidis.PubSubSubscription) {
 		if ps.Kind != "ssubscribe" {
 			return
@@ -146,6 +152,12 @@ func (s *Store) receive(ctx context.Context, channel string, sub *channelSub, pr
 	})
 	hooked = rueidis.WithOnReceiveReturnHook(hooked, func(err error, c rueidis.CommandClient) error {
 		if ctx.Err() == nil {
+			// The connection went away under the subscription; rueidis
+			// resubscribes on a new one without returning, and the
+			// confirmation (see the subscription hook) logs the return.
+			if err != nil && !errors.Is(err, rueidis.ErrClosing) {
+				loss(err)
+			}
 			return err
 		}
 		// Ended by the store: unsubscribe on the connection that
@@ -164,8 +176,8 @@ func (s *Store) receive(ctx context.Context, channel string, sub *channelSub, pr
 			// The application is closing the client (or it cannot
 			// connect at all): nothing to warn about here.
 			s.log.Debug("rueidisstore: release notifications stopped", "channel", channel, "err", err)
-		} else if !lost.Swap(true) {
-			s.log.Warn("rueidisstore: lost the subscription to release notifications; waiters fall back to their backoff until it is back", "channel", channel, "err", err)
+		} else {
+			loss(err)
 		}
 		select {
 		case <-ctx.Done():

@@ -62,12 +62,19 @@ RETURNING l.lock_key, l.owner`,
 		// Release keeps the row, and with it the token floor. It is one
 		// statement that also notifies the release on the table's channel
 		// (see Store.Subscribe), delivered when it commits, and counts the
-		// rows it released (0 or 1).
+		// rows it released (0 or 1). Its commit does not wait for the
+		// disk (synchronous_commit off for this transaction only): a
+		// release lost in a crash leaves the key taken until its lease
+		// ends, never taken twice, and the next acquire's commit, which
+		// does wait, flushes it first. So the notification leaves, and
+		// the notifying commits' cluster-wide lock is let go, a flush
+		// sooner.
 		releaseNotify: `WITH r AS (
 UPDATE ` + t + ` SET owner = NULL
 WHERE lock_key = {key} AND owner = {owner} AND expires_at > clock_timestamp()
 RETURNING lock_key)
-SELECT count(pg_notify('` + table + releasedSuffix + `', r.lock_key)) FROM r`,
+SELECT count(pg_notify('` + table + releasedSuffix + `', r.lock_key))
+FROM r, (SELECT set_config('synchronous_commit', 'off', true)) AS async`,
 		list: `SELECT lock_key, owner, token, CAST(extract(epoch FROM expires_at - c.now) * 1000000 AS bigint)
 FROM ` + t + `, (SELECT clock_timestamp() AS now) c
 WHERE owner IS NOT NULL AND expires_at > c.now AND lock_key >= {prefix} AND starts_with(lock_key, {prefix})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/core"
+	"github.com/leasehold/leasehold/core/coretest"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
@@ -104,8 +105,8 @@ func TestWaiterFollowsExpiry(t *testing.T) {
 }
 
 // TestSubscriptionReset: with the waiter's connections reset, rueidis
-// reconnects and resubscribes, and a later release still wakes the waiter
-// at once. (rueidis notices an idle connection's reset at its next write,
+// reconnects and resubscribes, the store logs the loss and the return, and
+// a later release still wakes the waiter at once. (rueidis notices an idle connection's reset at its next write,
 // which fails: the waiter's try then fails, as any store call on a broken
 // connection does, and the waiter, as a service would, waits again.)
 func TestSubscriptionReset(t *testing.T) {
@@ -114,7 +115,8 @@ func TestSubscriptionReset(t *testing.T) {
 	proxy := testserver.NewProxy(t, addr)
 	proxied := strings.Replace(url, addr, proxy.Addr(), 1)
 	holder := quiet(t, newStore(t, url, prefix))
-	waiter := quiet(t, newStore(t, proxied, prefix, rueidisstore.WithLogger(slog.New(slog.DiscardHandler))))
+	var logs coretest.LogBuffer
+	waiter := quiet(t, newStore(t, proxied, prefix, rueidisstore.WithLogger(logs.Logger())))
 	key := "reset-" + t.Name()
 	held, err := holder.Acquire(context.Background(), key)
 	if err != nil {
@@ -149,5 +151,10 @@ func TestSubscriptionReset(t *testing.T) {
 	}
 	if took := time.Since(released); took > time.Second {
 		t.Fatalf("the waiter took the key %v after the release; want it woken through the new subscription", took)
+	}
+	// The loss is logged once, when the connection went away, and the
+	// return once, at the new subscription's confirmation.
+	if lost, back := logs.Count("WARN", "lost the subscription"), logs.Count("INFO", "release notifications are back"); lost != 1 || back != 1 {
+		t.Fatalf("logged the loss %d times and the return %d times, want once each:\n%s", lost, back, logs.String())
 	}
 }
