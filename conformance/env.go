@@ -349,7 +349,11 @@ type result struct {
 	token int64
 	ok    bool
 	err   error
+	took  time.Duration // how long the call took, where the race timed it
 }
+
+// timeFrom records that the call started at start and has just returned.
+func (r *result) timeFrom(start time.Time) { r.took = time.Since(start) }
 
 // owners returns n fresh owners.
 func (e *env) owners(label string, n int) []string {
@@ -361,9 +365,11 @@ func (e *env) owners(label string, n int) []string {
 }
 
 // winners checks a race's answers for errors and returns the indexes of the
-// callers that acquired. what describes the race for messages. A call that
-// ran out of Options.Timeout took at least that long: the judge hears of it
-// as a slow call (a loaded machine, not a store that fails races).
+// callers that acquired. what describes the race for messages. The judge
+// hears how long each failed call took (one that ran out of Options.Timeout
+// took at least that): an error after a long wait, such as SQLite's
+// SQLITE_BUSY after its busy timeout, is a loaded machine's, not proof of
+// a store that fails races.
 func (e *env) winners(t testing.TB, res []result, what string) []int {
 	t.Helper()
 	var won []int
@@ -371,9 +377,11 @@ func (e *env) winners(t testing.TB, res []result, what string) []int {
 	for i, r := range res {
 		if r.err != nil {
 			errs = append(errs, r.err)
+			took := r.took
 			if errors.Is(r.err, context.DeadlineExceeded) {
-				noteCall(t, e.opts.Timeout)
+				took = max(took, e.opts.Timeout)
 			}
+			noteCall(t, took)
 		}
 		if r.ok && r.err == nil {
 			won = append(won, i)

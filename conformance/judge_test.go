@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -197,6 +198,49 @@ func TestJudgeCallsARaceTimeoutInconclusive(t *testing.T) {
 			t.Errorf("calls on time: verdict %v; want a pass", o)
 		case stall && (!o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
 			t.Errorf("calls that time out: verdict %v; want an inconclusive failure, without a fix", o)
+		}
+	}
+}
+
+// busyAfterAWait is a correct store one Acquire in every ten of which
+// fails after waiting longer than the case tolerates, as SQLite's
+// SQLITE_BUSY after its busy timeout on a loaded machine.
+type busyAfterAWait struct {
+	core.LockStore
+	calls *atomic.Int64
+	wait  time.Duration
+}
+
+func (s busyAfterAWait) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	if s.calls.Add(1)%10 == 0 {
+		time.Sleep(s.wait)
+		return 0, false, errors.New("database is locked (5) (SQLITE_BUSY)")
+	}
+	return s.LockStore.Acquire(ctx, key, owner, ttl)
+}
+
+// TestJudgeTimesFailedRaceCalls: a race call that failed after a long wait
+// makes the verdict inconclusive; one that failed at once is the store's.
+func TestJudgeTimesFailedRaceCalls(t *testing.T) {
+	var c Case
+	for _, k := range Cases() {
+		if k.Name == "race-distinct-keys" {
+			c = k
+		}
+	}
+	for _, wait := range []time.Duration{0, 250 * time.Millisecond} {
+		var calls atomic.Int64
+		store := busyAfterAWait{core.NewMemoryStore(), &calls, wait}
+		o := judge(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 600 * time.Millisecond})
+		msg := strings.Join(o.messages, "\n")
+		inconclusive := strings.HasPrefix(msg, "inconclusive: ")
+		switch {
+		case !o.failed:
+			t.Errorf("a store that fails race calls (after %v): verdict %v; want a failure", wait, o)
+		case wait == 0 && (inconclusive || !strings.Contains(msg, "Usual fix")):
+			t.Errorf("calls that fail at once: verdict %v; want a failure with its fix", o)
+		case wait > 0 && (!inconclusive || strings.Contains(msg, "Usual fix")):
+			t.Errorf("calls that fail after %v: verdict %v; want an inconclusive failure, without a fix", wait, o)
 		}
 	}
 }

@@ -106,6 +106,7 @@ func (e *env) raceKeys(t testing.TB, keys []string, round int, what string) *won
 	race(len(owners), func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
+		defer res[i].timeFrom(time.Now())
 		res[i].token, res[i].ok, res[i].err = e.storeOf(owners[i]).Acquire(ctx, keys[i%len(keys)], owners[i], holdTTL)
 	})
 	w := &won{keys: keys, owners: make([]string, len(keys)), tokens: make([]int64, len(keys))}
@@ -152,6 +153,7 @@ func (e *env) releaseWon(t testing.TB, w *won, what string) {
 	race(len(w.keys), func(k int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
+		defer res[k].timeFrom(time.Now())
 		res[k].ok, res[k].err = e.storeOf(w.owners[k]).Release(ctx, w.keys[k], w.owners[k])
 	})
 	e.winners(t, res, "Release of the keys by the winners of their races")
@@ -194,6 +196,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 	race(len(keys), func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
+		defer first[i].timeFrom(time.Now())
 		first[i].token, first[i].ok, first[i].err = e.storeOf(owners[i]).Acquire(ctx, keys[i], owners[i], ttl)
 	})
 	e.winners(t, first, fmt.Sprintf("Acquire of %d distinct free keys", len(keys)))
@@ -245,6 +248,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 	race(n, func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
+		defer res[i].timeFrom(time.Now())
 		res[i].token, res[i].ok, res[i].err = e.storeOf(owners[i]).Acquire(ctx, keys[i], owners[i], holdTTL)
 	})
 	for i, r := range res {
@@ -265,6 +269,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 	race(n, func(i int) {
 		ctx, cancel := e.ctx()
 		defer cancel()
+		defer released[i].timeFrom(time.Now())
 		released[i].ok, released[i].err = e.storeOf(owners[i]).Release(ctx, keys[i], owners[i])
 	})
 	if won := e.winners(t, released, fmt.Sprintf("Release of %d distinct keys by their holders", n)); len(won) != n {
@@ -301,6 +306,7 @@ func raceRenewReleaseTakeover(t testing.TB, e *env) {
 				r.waitFor(j)
 				ctx, cancel := e.ctx()
 				defer cancel()
+				defer old[j].timeFrom(time.Now())
 				if op == "renew" {
 					old[j].ok, old[j].err = e.storeOf(olds[j]).Renew(ctx, keys[j], olds[j], holdTTL)
 				} else {
@@ -382,7 +388,9 @@ func (r *expiryRace) takeover(i int, key, owner string) result {
 	for {
 		var res result
 		ctx, cancel := r.e.ctx()
+		start := time.Now()
 		res.token, res.ok, res.err = r.e.storeOf(owner).Acquire(ctx, key, owner, holdTTL)
+		res.timeFrom(start)
 		cancel()
 		if res.ok || res.err != nil || r.e.opts.AdvanceTime != nil || time.Now().After(end) {
 			return res
