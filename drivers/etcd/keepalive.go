@@ -2,7 +2,9 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -36,6 +38,11 @@ func (s *Store) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]in
 	}
 	for _, id := range ids {
 		if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
+			if errors.Is(err, io.EOF) {
+				// The server ended the stream: its status, such as a
+				// member's "no leader", comes with Recv.
+				_, err = stream.Recv()
+			}
 			return nil, err
 		}
 	}
