@@ -125,7 +125,8 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 		grants   []string // acquisitions through the cut member after the cut
 		spinning = make(chan struct{})
 	)
-	wg.Go(func() { // the spinner, on the other members
+	// The spinner, on the other members.
+	wg.Go(func() {
 		close(spinning)
 		for !stop.Load() {
 			for i := range locks {
@@ -162,7 +163,8 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 	cut := time.Now()
 	c.Cut(lone)
 	t.Cleanup(func() { c.Mend(lone) }) // if the run stops early
-	wg.Go(func() {                     // acquisitions through the cut member
+	// Acquisitions through the cut member.
+	wg.Go(func() {
 		for j := 0; !stop.Load(); j++ {
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			lk, err := holder.Acquire(cctx, fmt.Sprintf("%sfresh:%d", prefix, j), core.WithTTL(partitionTTL))
