@@ -19,14 +19,34 @@ import (
 // or less if it no longer exists. Keeping a lease alive twice is harmless,
 // so a call that fails with a transient error (a leader change, an
 // unreachable member) is sent again, until ctx ends.
+//
+// Each try has half the time ctx has left: a member that lost its leader
+// after the stream opened holds the requests it has not answered (etcd
+// ends such a stream only after three election timeouts without a
+// leader), and the rest of the time goes to a try on another member.
 func (s *Store) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	var ttls []int64
 	err := retry(ctx, func() error {
+		tctx, cancel := tryContext(ctx)
+		defer cancel()
 		var err error
-		ttls, err = s.keepAliveOnce(ctx, ids)
+		ttls, err = s.keepAliveOnce(tctx, ids)
+		if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+			return status.Errorf(codes.Unavailable, "keep-alive unanswered in its share of the call: %v", err)
+		}
 		return err
 	})
 	return ttls, err
+}
+
+// tryContext bounds one try of a call that is retried on another member:
+// half the time ctx has left, or ctx's own end if it has no deadline.
+func tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(d)/2)
 }
 
 func (s *Store) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {

@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/core/coretest"
 	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
@@ -67,6 +68,8 @@ func TestPartition(t *testing.T) {
 // through the cut member; see TestPartition.
 func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix string, locks int) {
 	ctx := context.Background()
+	meter := lateness.Start() // how late the test process runs
+	defer meter.Stop()
 	lead, err := c.Leader(10 * time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +90,8 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 	raw := etcdstore.New(loneCli) // the store's own answers through the cut member
 	allCli := newClient(t, c.Endpoints())
 	rawAll := etcdstore.New(allCli) // and through a client of every member
-	spinner := coretest.NewLocks(t, etcdstore.New(newClient(t, rest)))
+	restCli := newClient(t, rest)
+	spinner := coretest.NewLocks(t, etcdstore.New(restCli))
 	bystander := coretest.NewLocks(t, etcdstore.New(allCli))
 
 	held := make([]*core.Lock, locks)
@@ -278,8 +282,14 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 			lostKept++
 		}
 	}
-	if lostKept > 0 {
-		t.Errorf("%d of %d locks lost by an instance with every member as endpoint", lostKept, locks)
+	// Keeping a lock is a matter of time, unlike the checks above: a
+	// renewal that finds the cut member without a leader has half its time
+	// left for another member, and a process that ran later than ttl/6
+	// explains a loss.
+	if tol := partitionTTL / 6; lostKept > 0 && meter.Explains(tol) {
+		t.Logf("%d of %d locks lost by an instance with every member as endpoint, inconclusive: %s", lostKept, locks, meter.Verdict(tol))
+	} else if lostKept > 0 {
+		t.Errorf("%d of %d locks lost by an instance with every member as endpoint (the test process ran at most %v late)", lostKept, locks, meter.Worst().Round(time.Millisecond))
 	}
 
 	// Mended, the member follows the leader again and serves what the
@@ -294,26 +304,39 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 	rejoined := time.Since(mended)
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	mark := etcdstore.DefaultPrefix + prefix + "mended"
+	put, err := restCli.Put(gctx, mark, "x")
+	if err != nil {
+		t.Fatalf("write through the other members after the mend: %v", err)
+	}
 	resp, err := loneCli.Get(gctx, etcdstore.DefaultPrefix+prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatalf("read through member %d after the mend: %v", lone, err)
 	}
 	revs := map[string]int64{}
 	for _, kv := range resp.Kvs {
-		revs[string(kv.Key)] = kv.CreateRevision
+		revs[string(kv.Key)] = kv.ModRevision
+		if string(kv.Key) != mark {
+			revs[string(kv.Key)] = kv.CreateRevision
+		}
+	}
+	if revs[mark] != put.Header.Revision {
+		t.Errorf("member %d after the mend: %s at revision %d, want the write's %d", lone, mark, revs[mark], put.Header.Revision)
 	}
 	for i := range locks {
 		k := etcdstore.DefaultPrefix + fmt.Sprintf("%s%d", prefix, i)
-		if revs[k] != taken[i].token {
+		// A spinner's lock still live after the read was live during it.
+		if taken[i].lock.Context().Err() == nil && revs[k] != taken[i].token {
 			t.Errorf("member %d after the mend: %s created at revision %d, want the spinner's token %d", lone, k, revs[k], taken[i].token)
 		}
 	}
+	_, _ = restCli.Delete(ctx, mark)
 
 	kind := map[bool]string{false: "follower", true: "leader"}[cutLeader]
-	t.Logf("%s %d cut: leaderless after %v, last renewal through it sent %v after the cut, %d grants through it, holder's %d locks all lost by %v, spinner took them from %v to %v (%d intrusions), bystander lost %d, member follows again %v after the mend",
+	t.Logf("%s %d cut: leaderless after %v, last renewal through it sent %v after the cut, %d grants through it, holder's %d locks all lost by %v, spinner took them from %v to %v (%d intrusions), bystander lost %d, member follows again %v after the mend; process late by %v at most",
 		kind, lone, leaderless.Sub(cut).Round(time.Millisecond), calls.lastRenewed(prefix).Sub(cut).Round(time.Millisecond),
 		len(grants), locks, lastLoss.Round(time.Millisecond), firstTake.Round(time.Millisecond), lastTake.Round(time.Millisecond),
-		intrusions, lostKept, rejoined.Round(time.Millisecond))
+		intrusions, lostKept, rejoined.Round(time.Millisecond), meter.Worst().Round(time.Millisecond))
 
 	for _, lk := range kept {
 		_ = lk.Release(ctx)
