@@ -20,33 +20,32 @@ import (
 // so a call that fails with a transient error (a leader change, an
 // unreachable member) is sent again, until ctx ends.
 //
-// Each try has half the time ctx has left: a member that lost its leader
-// after the stream opened holds the requests it has not answered (etcd
-// ends such a stream only after three election timeouts without a
-// leader), and the rest of the time goes to a try on another member.
+// The first try has half the time ctx has left: a member that lost its
+// leader after the stream opened holds the requests it has not answered
+// (etcd ends such a stream only after three election timeouts without a
+// leader), and the rest of the time goes to another member, which a member
+// without a leader now refuses at once. Later tries have all the time
+// left: a follower of a cluster that is electing a leader holds a renewal
+// until there is one, then forwards it.
 func (s *Store) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	var ttls []int64
+	first := true
 	err := retry(ctx, func() error {
-		tctx, cancel := tryContext(ctx)
+		tctx, cancel := context.WithCancel(ctx)
+		if d, ok := ctx.Deadline(); ok && first {
+			cancel()
+			tctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		}
 		defer cancel()
+		first = false
 		var err error
 		ttls, err = s.keepAliveOnce(tctx, ids)
 		if err != nil && tctx.Err() != nil && ctx.Err() == nil {
-			return status.Errorf(codes.Unavailable, "keep-alive unanswered in its share of the call: %v", err)
+			return status.Errorf(codes.Unavailable, "keep-alive unanswered in half its call's time: %v", err)
 		}
 		return err
 	})
 	return ttls, err
-}
-
-// tryContext bounds one try of a call that is retried on another member:
-// half the time ctx has left, or ctx's own end if it has no deadline.
-func tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, time.Until(d)/2)
 }
 
 func (s *Store) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
