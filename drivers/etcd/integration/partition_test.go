@@ -114,9 +114,23 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 	if _, ok, err := rawAll.Acquire(ctx, prefix+"raw-all", "raw-owner", rawTTL); err != nil || !ok {
 		t.Fatalf("raw acquire through every member: %v, %v", ok, err)
 	}
-	// Every lock is renewed through the member before the cut.
-	if err := calls.waitRenewed(prefix, locks, 5*partitionTTL); err != nil {
+	// Every lock is renewed through the member before the cut. One lost
+	// before the cut, with no fault yet, is a failure unless the process
+	// ran late enough to explain it; the checks after the cut hold for it
+	// all the same.
+	if err := calls.waitRenewed(held, 5*partitionTTL); err != nil {
 		t.Fatal(err)
+	}
+	lostEarly := 0
+	for _, lk := range held {
+		if lk.Context().Err() != nil {
+			lostEarly++
+		}
+	}
+	if tol := partitionTTL / 6; lostEarly > 0 && meter.Explains(tol) {
+		t.Logf("%d of %d locks lost before the cut, inconclusive: %s", lostEarly, locks, meter.Verdict(tol))
+	} else if lostEarly > 0 {
+		t.Errorf("%d of %d locks lost before the cut, by a holder renewing through a healthy cluster (the test process ran at most %v late)", lostEarly, locks, meter.Worst().Round(time.Millisecond))
 	}
 
 	type take struct {
@@ -379,22 +393,26 @@ func (r *renewLog) Start(ctx context.Context, op core.Op) (context.Context, func
 	}
 }
 
-// waitRenewed waits until n distinct keys under prefix have been renewed.
-func (r *renewLog) waitRenewed(prefix string, n int, timeout time.Duration) error {
+// waitRenewed waits until each lock of held has been renewed, or is lost.
+func (r *renewLog) waitRenewed(held []*core.Lock, timeout time.Duration) error {
 	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
 		r.mu.Lock()
 		keys := map[string]bool{}
 		for _, x := range r.renewed {
-			if strings.HasPrefix(x.key, prefix) {
-				keys[x.key] = true
-			}
+			keys[x.key] = true
 		}
 		r.mu.Unlock()
-		if len(keys) >= n {
+		waiting := 0
+		for _, lk := range held {
+			if !keys[lk.Key()] && lk.Context().Err() == nil {
+				waiting++
+			}
+		}
+		if waiting == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d locks renewed in %v", len(keys), n, timeout)
+			return fmt.Errorf("%d of %d locks neither renewed nor lost in %v", waiting, len(held), timeout)
 		}
 	}
 }
