@@ -128,7 +128,7 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 		}
 	}
 	if tol := partitionTTL / 6; lostEarly > 0 && meter.Explains(tol) {
-		t.Logf("%d of %d locks lost before the cut, inconclusive: %s", lostEarly, locks, meter.Verdict(tol))
+		t.Logf("%d of %d locks lost before the cut, %s", lostEarly, locks, meter.Verdict(tol))
 	} else if lostEarly > 0 {
 		t.Errorf("%d of %d locks lost before the cut, by a holder renewing through a healthy cluster (the test process ran at most %v late)", lostEarly, locks, meter.Worst().Round(time.Millisecond))
 	}
@@ -305,7 +305,7 @@ func partitionRun(t *testing.T, c *etcdserver.Cluster, cutLeader bool, prefix st
 	// left for another member, and a process that ran later than ttl/6
 	// explains a loss.
 	if tol := bystanderTTL / 6; lostKept > 0 && meter.Explains(tol) {
-		t.Logf("%d of %d locks lost by an instance with every member as endpoint, inconclusive: %s", lostKept, locks, meter.Verdict(tol))
+		t.Logf("%d of %d locks lost by an instance with every member as endpoint, %s", lostKept, locks, meter.Verdict(tol))
 	} else if lostKept > 0 {
 		t.Errorf("%d of %d locks lost by an instance with every member as endpoint (the test process ran at most %v late)", lostKept, locks, meter.Worst().Round(time.Millisecond))
 	}
