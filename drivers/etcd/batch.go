@@ -21,7 +21,8 @@ func (s *Store) MaxBatch() int { return maxBatch }
 // this store did not acquire is looked up first, and a lease renewed with
 // another ttl than its own moves to a new lease, one lock at a time.
 func (s *Store) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
-	if err := s.usable(ctx); err != nil {
+	ctx, err := s.usable(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if len(leases) > maxBatch {

@@ -2,7 +2,9 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -17,11 +19,30 @@ import (
 // or less if it no longer exists. Keeping a lease alive twice is harmless,
 // so a call that fails with a transient error (a leader change, an
 // unreachable member) is sent again, until ctx ends.
+//
+// The first try has half the time ctx has left: a member that lost its
+// leader after the stream opened holds the requests it has not answered
+// (etcd ends such a stream only after three election timeouts without a
+// leader), and the rest of the time goes to another member, which a member
+// without a leader now refuses at once. Later tries have all the time
+// left: a follower of a cluster that is electing a leader holds a renewal
+// until there is one, then forwards it.
 func (s *Store) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	var ttls []int64
+	first := true
 	err := retry(ctx, func() error {
+		tctx, cancel := context.WithCancel(ctx)
+		if d, ok := ctx.Deadline(); ok && first {
+			cancel()
+			tctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		}
+		defer cancel()
+		first = false
 		var err error
-		ttls, err = s.keepAliveOnce(ctx, ids)
+		ttls, err = s.keepAliveOnce(tctx, ids)
+		if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+			return status.Errorf(codes.Unavailable, "keep-alive unanswered in half its call's time: %v", err)
+		}
 		return err
 	})
 	return ttls, err
@@ -36,6 +57,11 @@ func (s *Store) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]in
 	}
 	for _, id := range ids {
 		if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
+			if errors.Is(err, io.EOF) {
+				// The server ended the stream: its status, such as a
+				// member's "no leader", comes with Recv.
+				_, err = stream.Recv()
+			}
 			return nil, err
 		}
 	}

@@ -18,7 +18,8 @@ import (
 // for tools, not for hot paths. A lock whose lease ends between the two is
 // left out.
 func (s *Store) List(ctx context.Context, prefix string) ([]core.LockInfo, error) {
-	if err := s.usable(ctx); err != nil {
+	ctx, err := s.usable(ctx)
+	if err != nil {
 		return nil, err
 	}
 	resp, err := s.kv.Get(ctx, s.prefix+prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))

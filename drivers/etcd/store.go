@@ -115,15 +115,22 @@ func (s *Store) Valid() error {
 }
 
 // usable refuses a call on a store that cannot work, or with a nil ctx,
-// with an error matching [core.ErrInvalidArgument].
-func (s *Store) usable(ctx context.Context) error {
+// with an error matching [core.ErrInvalidArgument]. Otherwise it returns
+// the context the call's requests run in: ctx, marked as requiring a
+// leader. A member that has lost its leader (partitioned from the
+// majority) then answers at once that it has none, and ends a keep-alive
+// stream when it loses it, instead of holding the request until its own
+// timeout (7s by default, longer than most ttls); the retry goes to
+// another endpoint of the client, and a lock survives the loss of a
+// member its client can do without (TestPartition).
+func (s *Store) usable(ctx context.Context) (context.Context, error) {
 	if err := s.Valid(); err != nil {
-		return fmt.Errorf("%w: %w", core.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %w", core.ErrInvalidArgument, err)
 	}
 	if err := core.ValidateContext(ctx); err != nil {
-		return fmt.Errorf("etcdstore: %w", err)
+		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
-	return nil
+	return clientv3.WithRequireLeader(ctx), nil
 }
 
 // String names the store and its endpoints.
@@ -164,7 +171,8 @@ func (s *Store) ExpiryPrecision(ttl time.Duration) time.Duration {
 // revoked: a key attached to it goes with it, so nothing stays locked by an
 // acquisition that answered no or failed.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
-	if err := s.usable(ctx); err != nil {
+	ctx, err := s.usable(ctx)
+	if err != nil {
 		return 0, false, err
 	}
 	sent := time.Now()
@@ -232,7 +240,7 @@ func (s *Store) stillLasts(ctx context.Context, lease clientv3.LeaseID, sent tim
 // seconds of its own: the caller's context may be what failed. If even
 // that fails, the lease expires by itself within its ttl.
 func (s *Store) revoke(lease clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), 2*time.Second)
 	defer cancel()
 	_, _ = s.cli.Revoke(ctx, lease)
 }
@@ -271,7 +279,8 @@ func (s *Store) forget(key, owner string) {
 // key to a new lease of that ttl, in a transaction that checks the key is
 // still the owner's, on the old lease.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	ctx, err := s.usable(ctx)
+	if err != nil {
 		return false, err
 	}
 	h, ok, err := s.leaseOf(ctx, key, owner)
@@ -344,7 +353,8 @@ func (s *Store) moveLease(ctx context.Context, key, owner string, old clientv3.L
 // entry. A lease that no longer exists (the lock expired or was released)
 // answers false.
 func (s *Store) Release(ctx context.Context, key, owner string) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	ctx, err := s.usable(ctx)
+	if err != nil {
 		return false, err
 	}
 	h, ok, err := s.leaseOf(ctx, key, owner)

@@ -2,6 +2,7 @@
 // members, embedded in the test process (internal/testserver/etcdserver)
 // or named by LEASEHOLD_TEST_ETCD: the conformance kit as a Ginkgo suite
 // labelled "etcd", and the fault scenarios on a three-member cluster whose
-// leader is killed under held locks. It is a module of its own so that the
+// leader is killed, or one of whose members is cut off from the others,
+// under held locks. It is a module of its own so that the
 // driver's module needs nothing but its run-time dependencies.
 package integration

@@ -212,6 +212,59 @@ func (c *Cluster) Restart(i int) error {
 	return nil
 }
 
+// Cut drops every raft message between member i and each other running
+// member, both ways ((*etcdserver.EtcdServer).CutPeer on both sides): a
+// partition of member i as far as consensus goes. Member i keeps serving
+// its clients. Lease renewals are not raft messages: a follower forwards
+// them to its leader over plain HTTP, which Cut leaves alone, so they
+// still reach the leader until member i has lost it, an election timeout
+// after the cut (see [Cluster.LeaderSeenBy]).
+func (c *Cluster) Cut(i int) { c.setCut(i, true) }
+
+// Mend ends [Cluster.Cut]: member i and the others exchange raft messages
+// again.
+func (c *Cluster) Mend(i int) { c.setCut(i, false) }
+
+func (c *Cluster) setCut(i int, cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lone := c.members[i].etcd
+	if lone == nil {
+		return
+	}
+	for j, m := range c.members {
+		if j == i || m.etcd == nil {
+			continue
+		}
+		if cut {
+			lone.Server.CutPeer(m.etcd.Server.MemberID())
+			m.etcd.Server.CutPeer(lone.Server.MemberID())
+		} else {
+			lone.Server.MendPeer(m.etcd.Server.MemberID())
+			m.etcd.Server.MendPeer(lone.Server.MemberID())
+		}
+	}
+}
+
+// LeaderSeenBy returns the index of the member that running member i
+// takes for the leader (i itself if it leads), or -1 if it knows none
+// (or only one that is not running), or is not running itself.
+func (c *Cluster) LeaderSeenBy(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.members[i].etcd
+	if e == nil {
+		return -1
+	}
+	lead := e.Server.Leader()
+	for j, m := range c.members {
+		if m.etcd != nil && m.etcd.Server.MemberID() == lead {
+			return j
+		}
+	}
+	return -1
+}
+
 // stopAll stops every running member.
 func (c *Cluster) stopAll() {
 	for i := range c.members {
