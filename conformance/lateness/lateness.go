@@ -145,3 +145,22 @@ func Check(t testing.TB, tolerance time.Duration, attempt func() (failure string
 	}
 	t.Fatal(msg)
 }
+
+// Judge reports failure, a timing failure that a test cannot run again
+// (it killed servers to get there), by the package's rule without the
+// rerun: as itself when the meter saw no more lateness than tolerance, else
+// as inconclusive, with [Meter.Verdict] (skipped under -short). It stops
+// the meter. An empty failure reports nothing.
+func (m *Meter) Judge(t testing.TB, tolerance time.Duration, failure string) {
+	t.Helper()
+	m.Stop()
+	switch {
+	case failure == "":
+	case !m.Explains(tolerance):
+		t.Error(failure)
+	case testing.Short():
+		t.Skip(m.Verdict(tolerance) + "; what the test saw proves nothing about the code: " + failure)
+	default:
+		t.Error(m.Verdict(tolerance) + "; what the test saw proves nothing about the code: " + failure)
+	}
+}

@@ -106,3 +106,27 @@ func TestCheckTwiceLateIsInconclusive(t *testing.T) {
 		t.Fatalf("calls %d, reported %q; want two attempts, then the inconclusive verdict with what the test saw", calls, got)
 	}
 }
+
+func (r *recorder) Error(args ...any) { r.fatal = fmt.Sprint(args...) }
+
+func TestJudge(t *testing.T) {
+	r := &recorder{TB: t}
+	Start().Judge(r, time.Hour, "lost 3 locks")
+	if r.fatal != "lost 3 locks" {
+		t.Fatalf("on time: reported %q; want the failure itself", r.fatal)
+	}
+	r = &recorder{TB: t}
+	Start().Judge(r, alwaysLate, "lost 3 locks")
+	got := r.fatal
+	if testing.Short() {
+		got = r.skip
+	}
+	if !strings.HasPrefix(got, "inconclusive: ") || !strings.HasSuffix(got, ": lost 3 locks") {
+		t.Fatalf("late: reported %q; want the inconclusive verdict with the failure", got)
+	}
+	r = &recorder{TB: t}
+	Start().Judge(r, alwaysLate, "")
+	if r.fatal != "" || r.skip != "" {
+		t.Fatalf("no failure: reported %q %q", r.fatal, r.skip)
+	}
+}
