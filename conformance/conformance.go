@@ -392,6 +392,7 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 	}
 	ct := &caseTB{TB: t, fix: c.Fix}
 	e := newEnv(o, c.Name)
+	e.overslept = func(d time.Duration) { noteCall(ct, d) }
 	wrap := func(s core.LockStore) core.LockStore { return s }
 	var h *history
 	if c.Concurrent {

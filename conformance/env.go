@@ -39,6 +39,10 @@ type env struct {
 
 	start time.Time    // when the case started
 	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
+	// overslept tells the judge how late a sleep of the case's timeline
+	// woke: lateness the case itself suffered, which the meter's own
+	// goroutine may not see (a goroutine waiting in a long run queue).
+	overslept func(d time.Duration)
 
 	mu      sync.Mutex
 	second  core.LockStore            // the store of owners elsewhere, opened on first use
@@ -317,8 +321,12 @@ func (tl *timeline) until(d time.Duration) {
 		}
 		return
 	}
-	if rest := time.Until(tl.start.Add(d)); rest > 0 {
+	target := tl.start.Add(d)
+	if rest := time.Until(target); rest > 0 {
 		time.Sleep(rest)
+		if tl.e.overslept != nil {
+			tl.e.overslept(time.Since(target))
+		}
 	}
 }
 

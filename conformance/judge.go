@@ -49,7 +49,7 @@ func judge(t testing.TB, c Case, newStore func(testing.TB) core.LockStore, opts 
 	}
 	verdict := m.Verdict(tol)
 	if !m.Explains(tol) {
-		verdict = fmt.Sprintf("inconclusive: a store call of the case took at least %d ms (the check tolerates %d ms), so the store may have run it after the ttl the check counts; rerun on a quieter machine, with a pool of at least Options.Callers connections, or raise the ttl",
+		verdict = fmt.Sprintf("inconclusive: a store call of the case took, or one of its sleeps overslept by, at least %d ms (the check tolerates %d ms), so the store may have run a call after the ttl the check counts; rerun on a quieter machine, with a pool of at least Options.Callers connections, or raise the ttl",
 			out.slowest.Milliseconds(), tol.Milliseconds())
 	}
 	msg := verdict + " (Options.TTL). The case failed twice, each time while the process was late or a call slow; what it saw proves nothing about the store:\n" + withoutFix(strings.Join(out.messages, "\n"))

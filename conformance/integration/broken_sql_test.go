@@ -87,9 +87,10 @@ func (s *selectThenWrite) Release(ctx context.Context, key, owner string) (bool,
 }
 
 // postgresSelectThenUpdate is textbook store 4, on a new database of the
-// test's PostgreSQL server.
-func postgresSelectThenUpdate(t testing.TB, callers int) func(testing.TB) core.LockStore {
-	db := openPool(t, "pgx", testserver.Postgres(t), 2*callers)
+// test's PostgreSQL server, through a pool of conns connections: one makes
+// it a store whose calls serialise, as SQLite's in memory does.
+func postgresSelectThenUpdate(t testing.TB, conns int) func(testing.TB) core.LockStore {
+	db := openPool(t, "pgx", testserver.Postgres(t), conns)
 	exec(t, db,
 		`CREATE SEQUENCE tokens`,
 		`CREATE TABLE locks (k text PRIMARY KEY, owner text NOT NULL, expires_at timestamptz NOT NULL, token bigint NOT NULL)`)

@@ -49,7 +49,13 @@ func brokenStores() []broken {
 			return redisStores(t, func(b redisBase) core.LockStore { return incrAfter{b} })
 		}, []string{"steer-acquire-takeover"}},
 		{"postgres SELECT then UPDATE by key", func(t testing.TB) func(testing.TB) core.LockStore {
-			return postgresSelectThenUpdate(t, conformance.DefaultCallers)
+			return postgresSelectThenUpdate(t, 2*conformance.DefaultCallers)
+		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
+		// Calls that serialise on one connection: the kit stops one call
+		// at a time, and the window it must find is the one look where
+		// the Renew or Release holds no connection.
+		{"postgres SELECT then UPDATE by key, one connection", func(t testing.TB) func(testing.TB) core.LockStore {
+			return postgresSelectThenUpdate(t, 1)
 		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
 		{"mariadb SELECT then UPDATE by key", func(t testing.TB) func(testing.TB) core.LockStore {
 			return mariadbSelectThenUpdate(t, conformance.DefaultCallers)
@@ -108,6 +114,9 @@ func TestKitPassesAtomicStores(t *testing.T) {
 		}},
 		{"sqlstore postgres", func(t testing.TB) func(testing.TB) core.LockStore {
 			return sqlStores(t, openPool(t, "pgx", testserver.Postgres(t), 2*conformance.DefaultCallers), sqlstore.Postgres)
+		}},
+		{"sqlstore postgres, one connection", func(t testing.TB) func(testing.TB) core.LockStore {
+			return sqlStores(t, openPool(t, "pgx", testserver.Postgres(t), 1), sqlstore.Postgres)
 		}},
 		{"sqlstore mariadb", func(t testing.TB) func(testing.TB) core.LockStore {
 			return sqlStores(t, openPool(t, "mysql", testserver.MySQL(t), 2*conformance.DefaultCallers), sqlstore.MySQL)

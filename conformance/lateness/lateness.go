@@ -19,6 +19,7 @@ package lateness
 import (
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -103,4 +104,63 @@ func (m *Meter) Explains(tolerance time.Duration) bool {
 func (m *Meter) Verdict(tolerance time.Duration) string {
 	return fmt.Sprintf("inconclusive: this process ran %d ms late (the check tolerates %d ms); rerun on a quieter machine or raise the ttl",
 		m.Worst().Milliseconds(), tolerance.Milliseconds())
+}
+
+// Check runs attempt, the timed part of a test, under a Meter and applies the
+// package's rule to the failure it returns ("" when its timing held). A
+// failure while the process ran no later than tolerance fails t with it. A
+// failure while the process ran later runs attempt again, once; a second
+// late failure is inconclusive: t fails with [Meter.Verdict] and what
+// attempt saw, never with the failure alone, and under -short t is skipped
+// instead (a developer's quick run on a busy laptop). attempt must be
+// repeatable (fresh keys), and fails t itself for what does not depend on
+// time.
+//
+// tolerance is how late the process may run before the failure stops being
+// evidence: the slack of the assertion, divided by the number of timer
+// firings and goroutine hand-offs the timed path takes if it has several.
+func Check(t testing.TB, tolerance time.Duration, attempt func() (failure string)) {
+	t.Helper()
+	var (
+		m       *Meter
+		failure string
+	)
+	for range 2 {
+		m = Start()
+		failure = attempt()
+		m.Stop()
+		if failure == "" {
+			return
+		}
+		if !m.Explains(tolerance) {
+			t.Fatal(failure)
+			return
+		}
+		t.Logf("lateness: %s; this process ran %v late (the check tolerates %v): running it again", failure, m.Worst().Round(time.Millisecond), tolerance)
+	}
+	msg := m.Verdict(tolerance) + ". It failed twice, each time while the process was late; what it saw proves nothing about the code: " + failure
+	if testing.Short() {
+		t.Skip(msg)
+		return
+	}
+	t.Fatal(msg)
+}
+
+// Judge reports failure, a timing failure that a test cannot run again
+// (it killed servers to get there), by the package's rule without the
+// rerun: as itself when the meter saw no more lateness than tolerance, else
+// as inconclusive, with [Meter.Verdict] (skipped under -short). It stops
+// the meter. An empty failure reports nothing.
+func (m *Meter) Judge(t testing.TB, tolerance time.Duration, failure string) {
+	t.Helper()
+	m.Stop()
+	switch {
+	case failure == "":
+	case !m.Explains(tolerance):
+		t.Error(failure)
+	case testing.Short():
+		t.Skip(m.Verdict(tolerance) + "; what the test saw proves nothing about the code: " + failure)
+	default:
+		t.Error(m.Verdict(tolerance) + "; what the test saw proves nothing about the code: " + failure)
+	}
 }

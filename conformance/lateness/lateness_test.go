@@ -1,6 +1,7 @@
 package lateness
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -43,5 +44,89 @@ func TestStopTwice(t *testing.T) {
 	a := m.Stop()
 	if b := m.Stop(); a != b {
 		t.Fatalf("second Stop = %v, first %v", b, a)
+	}
+}
+
+// recorder is a testing.TB that keeps what Check reports instead of
+// ending the test.
+type recorder struct {
+	testing.TB
+	fatal, skip string
+	logs        int
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Fatal(args ...any)         { r.fatal = fmt.Sprint(args...) }
+func (r *recorder) Skip(args ...any)          { r.skip = fmt.Sprint(args...) }
+func (r *recorder) Logf(string, ...any)       { r.logs++ }
+func (r *recorder) Fatalf(f string, a ...any) { r.fatal = fmt.Sprintf(f, a...) }
+
+// A tolerance below zero stands for a process that ran late: any lateness
+// the meter sees, even none, exceeds it.
+const alwaysLate = -time.Nanosecond
+
+func TestCheckFailsOnTimeFailureAtOnce(t *testing.T) {
+	r, calls := &recorder{TB: t}, 0
+	Check(r, time.Hour, func() string { calls++; return "took 2s, want 1s" })
+	if calls != 1 || r.fatal != "took 2s, want 1s" {
+		t.Fatalf("calls %d, fatal %q; want one attempt failing with its own words", calls, r.fatal)
+	}
+}
+
+func TestCheckPasses(t *testing.T) {
+	r, calls := &recorder{TB: t}, 0
+	Check(r, alwaysLate, func() string { calls++; return "" })
+	if calls != 1 || r.fatal != "" || r.skip != "" {
+		t.Fatalf("calls %d, fatal %q, skip %q; want one passing attempt", calls, r.fatal, r.skip)
+	}
+}
+
+func TestCheckRerunsALateFailure(t *testing.T) {
+	r, calls := &recorder{TB: t}, 0
+	Check(r, alwaysLate, func() string {
+		calls++
+		if calls == 1 {
+			return "took 2s"
+		}
+		return ""
+	})
+	if calls != 2 || r.fatal != "" || r.logs != 1 {
+		t.Fatalf("calls %d, fatal %q, logs %d; want a second, passing attempt after a logged late failure", calls, r.fatal, r.logs)
+	}
+}
+
+func TestCheckTwiceLateIsInconclusive(t *testing.T) {
+	r, calls := &recorder{TB: t}, 0
+	Check(r, alwaysLate, func() string { calls++; return "took 2s" })
+	got := r.fatal
+	if testing.Short() {
+		got = r.skip
+	}
+	if calls != 2 || !strings.HasPrefix(got, "inconclusive: this process ran ") || !strings.HasSuffix(got, ": took 2s") {
+		t.Fatalf("calls %d, reported %q; want two attempts, then the inconclusive verdict with what the test saw", calls, got)
+	}
+}
+
+func (r *recorder) Error(args ...any) { r.fatal = fmt.Sprint(args...) }
+
+func TestJudge(t *testing.T) {
+	r := &recorder{TB: t}
+	Start().Judge(r, time.Hour, "lost 3 locks")
+	if r.fatal != "lost 3 locks" {
+		t.Fatalf("on time: reported %q; want the failure itself", r.fatal)
+	}
+	r = &recorder{TB: t}
+	Start().Judge(r, alwaysLate, "lost 3 locks")
+	got := r.fatal
+	if testing.Short() {
+		got = r.skip
+	}
+	if !strings.HasPrefix(got, "inconclusive: ") || !strings.HasSuffix(got, ": lost 3 locks") {
+		t.Fatalf("late: reported %q; want the inconclusive verdict with the failure", got)
+	}
+	r = &recorder{TB: t}
+	Start().Judge(r, alwaysLate, "")
+	if r.fatal != "" || r.skip != "" {
+		t.Fatalf("no failure: reported %q %q", r.fatal, r.skip)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/core/coretest"
 	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
@@ -86,6 +87,11 @@ func TestLeaderKill(t *testing.T) {
 	})
 
 	var slowest time.Duration // the longest a cluster went without a leader
+	// A lock is lost when no renewal of it is confirmed within 2/3 ttl -
+	// SafetyMargin (3.7s), leader elections included: a process late by
+	// a quarter of that explains a loss, which is then inconclusive.
+	meter := lateness.Start()
+	defer meter.Stop()
 	for k := range kills {
 		leader, err := c.Leader(10 * time.Second)
 		if err != nil {
@@ -138,7 +144,7 @@ func TestLeaderKill(t *testing.T) {
 		t.Error(p)
 	}
 	if lost > 0 {
-		t.Errorf("%d of %d locks lost by a holder that kept renewing through %d leader kills", lost, locks, kills)
+		meter.Judge(t, 900*time.Millisecond, fmt.Sprintf("%d of %d locks lost by a holder that kept renewing through %d leader kills (the longest without a leader %v)", lost, locks, kills, slowest.Round(time.Millisecond)))
 	}
 	t.Logf("%d leader kills: %d of %d locks lost, %d intrusions, %d takeovers by the spinner (each with a greater token), longest without a leader %v",
 		kills, lost, locks, intrusions.Load(), takeovers.Load(), slowest.Round(time.Millisecond))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -81,6 +82,11 @@ func failover(t *testing.T, opts []rueidisstore.Option) {
 	}
 	victim := cl.Masters[0]
 	onVictim := keysOn(t, victim, "k")
+	// A lock on a live master is lost when no renewal of it is confirmed
+	// within 2/3 ttl - SafetyMargin: a process late by half of that
+	// explains a loss, which is then inconclusive.
+	meter := lateness.Start()
+	defer meter.Stop()
 	killed := time.Now()
 	victim.Kill()
 	promoted := waitPromotion(t, cl.Replicas)
@@ -152,7 +158,7 @@ func failover(t *testing.T, opts []rueidisstore.Option) {
 	t.Logf("%d locks, %d on the killed master: kept %d of them, lost %d (the second instance took %d, %d while the first held them, %d with a smaller token); lost elsewhere %d",
 		len(locks)+1, len(onVictim), kept+1, lostThere, taken, doubles, shrunk, lostElsewhere)
 	if lostElsewhere != 0 {
-		t.Errorf("%d locks lost on the live masters; want 0", lostElsewhere)
+		meter.Judge(t, (2*ttl/3-core.SafetyMargin(ttl))/2, fmt.Sprintf("%d locks lost on the live masters; want 0", lostElsewhere))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
 	"github.com/leasehold/leasehold/internal/testserver"
@@ -59,9 +60,14 @@ func TestClusterKillMasterCostsOnlyItsLocks(t *testing.T) {
 			locks[key] = lk
 		}
 		onVictim := keysOn(t, cl.Masters[victim], fmt.Sprintf("r%d/", r))
+		// A lock elsewhere is lost when no renewal of it is confirmed
+		// within 2/3 ttl - SafetyMargin (1.75s): a process late by half
+		// of that explains it, and the round is inconclusive.
+		meter := lateness.Start()
 		cl.Masters[victim].Kill()
 		time.Sleep(2 * ttl)
 		lostThere, lostElsewhere := 0, 0
+		var elsewhere []string
 		for key, lk := range locks {
 			switch {
 			case lk.Held():
@@ -69,9 +75,10 @@ func TestClusterKillMasterCostsOnlyItsLocks(t *testing.T) {
 				lostThere++
 			default:
 				lostElsewhere++
-				t.Errorf("round %d: %s, not on the killed master, lost: %v", r, key, context.Cause(lk.Context()))
+				elsewhere = append(elsewhere, fmt.Sprintf("round %d: %s, not on the killed master, lost: %v", r, key, context.Cause(lk.Context())))
 			}
 		}
+		meter.Judge(t, 875*time.Millisecond, strings.Join(elsewhere, "\n"))
 		cl.Masters[victim].Start() // empty: no persistence
 		waitClusterOK(t, cl.Masters[victim])
 		b, err := core.New(store, core.WithDefaultTTL(ttl), core.WithLogger(quiet))

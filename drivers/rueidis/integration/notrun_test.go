@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 	"github.com/leasehold/leasehold/core/coretest"
 	rueidisstore "github.com/leasehold/leasehold/drivers/rueidis"
@@ -97,6 +98,17 @@ func TestNotRunIsSentAgain(t *testing.T) {
 // keeps the locks of the served slots past their ttl and loses only the
 // others, each at its own deadline.
 func TestBatchFailsOnlyTheUnservedGroup(t *testing.T) {
+	// The served locks live on renewals every ttl/3 that must be confirmed
+	// within 2/3 ttl - SafetyMargin (417ms): a process late by half of that,
+	// twice, is inconclusive, not a driver that loses locks.
+	lateness.Check(t, 200*time.Millisecond, func() string { return batchFailsOnlyTheUnservedGroup(t) })
+}
+
+// batchFailsOnlyTheUnservedGroup is one run of
+// TestBatchFailsOnlyTheUnservedGroup, on a node of its own; it returns what
+// failed in time (a served lock lost, a served renewal timed out), and
+// fails t for the rest.
+func batchFailsOnlyTheUnservedGroup(t *testing.T) string {
 	s, c, serve := slotlessNode(t)
 	serve()
 	ctx := context.Background()
@@ -130,13 +142,17 @@ func TestBatchFailsOnlyTheUnservedGroup(t *testing.T) {
 	defer cancel()
 	renewed, err := s.RenewBatch(bctx, leases)
 	var be *core.BatchError
+	if errors.As(err, &be) && len(be.Errs) == 2 && errors.Is(be.Errs[0], context.DeadlineExceeded) {
+		return fmt.Sprintf("RenewBatch's served lease timed out after 500ms: %v", be.Errs[0])
+	}
 	if !errors.As(err, &be) || len(renewed) != 2 || !renewed[0] || be.Errs[0] != nil || !errors.Is(be.Errs[1], rueidisstore.ErrNotRun) {
 		t.Fatalf("RenewBatch across a served and an unserved slot = %v, %v; want the first renewed, the second failed with ErrNotRun", renewed, err)
 	}
 	time.Sleep(3 * time.Second) // three ttls
+	var lostServed []string
 	for _, key := range served {
 		if !held[key].Held() {
-			t.Errorf("%s, on a served slot, lost: %v", key, context.Cause(held[key].Context()))
+			lostServed = append(lostServed, fmt.Sprintf("%s, on a served slot, lost: %v", key, context.Cause(held[key].Context())))
 		}
 	}
 	for _, key := range unserved {
@@ -145,4 +161,5 @@ func TestBatchFailsOnlyTheUnservedGroup(t *testing.T) {
 			t.Errorf("%s, on an unserved slot: %v; want lost at its deadline", key, context.Cause(held[key].Context()))
 		}
 	}
+	return strings.Join(lostServed, "\n")
 }
