@@ -133,13 +133,8 @@ func (s slowRenewals) Renew(ctx context.Context, key, owner string, ttl time.Dur
 // owner skip or lose; the judge, which times the instances' calls too, says
 // inconclusive, never "Usual fix". With renewals on time the case passes.
 func TestJudgeTimesTheInstancesCalls(t *testing.T) {
-	var c Case
-	for _, k := range Cases() {
-		if k.Name == "jobs-one-instance" {
-			c = k
-		}
-	}
-	if c.run == nil {
+	c, ok := caseNamed("jobs-one-instance")
+	if !ok {
 		t.Fatal("no case jobs-one-instance")
 	}
 	const ttl = 600 * time.Millisecond
@@ -176,13 +171,8 @@ func (s timingOut) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 // Options.Timeout took that long; the verdict is inconclusive, without the
 // fix for a store that fails races, and with calls on time the case passes.
 func TestJudgeCallsARaceTimeoutInconclusive(t *testing.T) {
-	var c Case
-	for _, k := range Cases() {
-		if k.Name == "race-distinct-keys" {
-			c = k
-		}
-	}
-	if c.run == nil {
+	c, ok := caseNamed("race-distinct-keys")
+	if !ok {
 		t.Fatal("no case race-distinct-keys")
 	}
 	for _, stall := range []bool{false, true} {
@@ -222,11 +212,9 @@ func (s busyAfterAWait) Acquire(ctx context.Context, key, owner string, ttl time
 // TestJudgeTimesFailedRaceCalls: a race call that failed after a long wait
 // makes the verdict inconclusive; one that failed at once is the store's.
 func TestJudgeTimesFailedRaceCalls(t *testing.T) {
-	var c Case
-	for _, k := range Cases() {
-		if k.Name == "race-distinct-keys" {
-			c = k
-		}
+	c, ok := caseNamed("race-distinct-keys")
+	if !ok {
+		t.Fatal("no case race-distinct-keys")
 	}
 	for _, wait := range []time.Duration{0, 250 * time.Millisecond} {
 		var calls atomic.Int64
