@@ -53,6 +53,7 @@ type flawed struct {
 	like                bool                // keys matched as SQL LIKE patterns
 	renewThenWrite      bool                // Renew checks the owner, pauses, then extends whatever holds the key (GET then PEXPIRE)
 	releaseThenWrite    bool                // Release checks the owner, pauses, then frees whatever holds the key (GET then DEL)
+	slowCheck           time.Duration       // with renewThenWrite or releaseThenWrite: after its first few calls, the check waits this long first (a server that slows down)
 	ownerPrefix         bool                // Renew and Release accept a caller whose owner is a prefix of the holder's
 	ownerFold           bool                // owners compared ignoring case and trailing spaces (a _ci, PAD SPACE collation)
 	falseOnCancel       bool                // a cancelled context gets false, nil
@@ -75,6 +76,7 @@ type flawed struct {
 	mu      sync.Mutex
 	next    int64
 	entries map[string]*entry
+	checks  atomic.Int64 // checkThenWrite's calls, for slowCheck
 }
 
 type entry struct {
@@ -369,6 +371,9 @@ func (s *flawed) held(k string, now time.Time, ignoreExpiry bool) *entry {
 // then. Between the two it looks at the context, as a client library does
 // before each round trip.
 func (s *flawed) checkThenWrite(ctx context.Context, key, owner string, write func(e *entry, now time.Time)) bool {
+	if s.checks.Add(1) > 3 {
+		time.Sleep(s.slowCheck)
+	}
 	s.mu.Lock()
 	e := s.live(key, s.now())
 	ok := e != nil && e.owner == owner
@@ -886,6 +891,27 @@ func TestBrokenStoresFailInRealTime(t *testing.T) {
 				t.Logf("%s: %v", c.Name, o)
 			})
 		})
+	}
+}
+
+// TestSteerWaitsForSlowChecks holds a Renew that checks the owner in one
+// round trip and extends in another, on a server whose check becomes slower,
+// after the kit has timed a few calls, than the first ttl of the sweep: a
+// stopped Renew then read an expired lock and wrote nothing, and its window
+// went untested. The sweep must see that its calls stopped after their
+// locks could expire, lengthen the ttl, and so still catch the store.
+func TestSteerWaitsForSlowChecks(t *testing.T) {
+	c, ok := caseNamed("steer-renew-takeover")
+	if !ok {
+		t.Fatal("no case is named steer-renew-takeover")
+	}
+	store := newFlawed(core.SystemClock(), func(s *flawed) {
+		s.renewThenWrite = true
+		s.slowCheck = 3 * steerFloor
+	})
+	o := runRecorded(t, c, store.newStore, Options{})
+	if !o.failed || !o.definite {
+		t.Fatalf("steer-renew-takeover did not prove the store broken when its checks slowed down to %v (%v)", store.slowCheck, o)
 	}
 }
 

@@ -23,10 +23,11 @@ import (
 // a child straight to the parent's channel). Its deadline cancels it, and
 // cancel cancels it early. Value returns nil: the kit passes no values.
 type steered struct {
-	pause  int64
-	looks  atomic.Int64
-	paused chan struct{} // closed when the call stops at its pause-th look
-	resume chan struct{} // closed to let it go on
+	pause    int64
+	looks    atomic.Int64
+	paused   chan struct{} // closed when the call stops at its pause-th look
+	pausedAt time.Time     // when it stopped; read only once paused is closed
+	resume   chan struct{} // closed to let it go on
 
 	deadline time.Time
 	done     chan struct{}
@@ -53,6 +54,7 @@ func newSteered(timeout time.Duration, pause int) *steered {
 // look counts a look at the context and, at the pause-th, waits for resume.
 func (s *steered) look() {
 	if s.looks.Add(1) == s.pause {
+		s.pausedAt = time.Now()
 		close(s.paused)
 		<-s.resume
 	}

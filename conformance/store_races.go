@@ -285,7 +285,7 @@ func raceDistinctKeys(t testing.TB, e *env) {
 // (release). The case's history check judges the answers; afterwards every
 // new owner that won must still hold its key.
 func raceRenewReleaseTakeover(t testing.TB, e *env) {
-	ttl := max(e.opts.TTL/5, 6*time.Millisecond)
+	ttl := e.steerTTL()
 	for _, op := range []string{"renew", "release", "renew", "release"} {
 		n := e.opts.Callers
 		// Each old holder and the new owner of its key call through

@@ -61,17 +61,18 @@ func steeredCases() []Case {
 // steerCalls runs call(i, ctx) for every i < len(pauses) in a goroutine of
 // its own, each on a steered context that stops at its pauses[i]-th look,
 // and returns once each call has either stopped there or returned, or has
-// done neither for patience since the last call that did: paused[i] says
-// which calls stopped, blocked[i] which did neither. wait lets every call go
-// on and waits for them to return.
+// done neither for patience since the last call that did, and for ttl since
+// they started: paused[i] says which calls stopped, blocked[i] which did
+// neither. wait lets every call go on and waits for them to return.
 //
 // A call may wait, before its pause-th look, for a lock that another stopped
 // call holds: database/sql looks at the context while it holds the pool's
 // mutex, and a pool of one connection lends it to one call at a time. Such a
 // call neither stops nor returns; patience, counted from the last call that
 // stopped or returned, tells it from a slow one, and the caller runs its
-// pause again in a later round.
-func (e *env) steerCalls(pauses []int, timeout, patience time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused, blocked []bool, res []result, wait func()) {
+// pause again in a later round. A call that has not stopped by ttl is of no
+// use to the round anyway: its lock may have expired by then.
+func (e *env) steerCalls(pauses []int, timeout, patience, ttl time.Duration, call func(i int, ctx context.Context) result) (ctxs []*steered, paused, blocked []bool, res []result, wait func()) {
 	n := len(pauses)
 	ctxs, paused, blocked, res = make([]*steered, n), make([]bool, n), make([]bool, n), make([]result, n)
 	done := make([]chan struct{}, n)
@@ -91,7 +92,9 @@ func (e *env) steerCalls(pauses []int, timeout, patience time.Duration, call fun
 		}()
 	}
 	seen := make([]bool, n)
-	give := time.NewTimer(patience)
+	start := time.Now()
+	giveUp := func() time.Duration { return max(patience, ttl-time.Since(start)) }
+	give := time.NewTimer(giveUp())
 	defer give.Stop()
 wait:
 	for left := n; left > 0; left-- {
@@ -103,7 +106,7 @@ wait:
 				paused[i] = true
 			default:
 			}
-			give.Reset(patience)
+			give.Reset(giveUp())
 		case <-give.C:
 			break wait
 		}
@@ -126,17 +129,28 @@ wait:
 
 // steerRounds sweeps the pauses 1 … looks+steerBeyond over rounds of steerKeys
 // calls, each pause given to steerCopies calls of a round (more when the
-// pauses left are fewer), and runs round on each: round returns, for each
-// call, whether it stopped or returned, rather than waiting blocked behind
-// another stopped call. Pauses whose calls were all blocked run again in
-// the next round, until every pause has run or a round makes no progress.
-func (e *env) steerRounds(looks int, round func(pauses []int) (ran []bool)) {
+// pauses left are fewer), and runs round on each with locks of a ttl of the
+// sweep's. round returns, for each call, whether it covered its pause (it
+// stopped there in time, or returned without stopping because it makes
+// fewer looks) rather than waiting blocked behind another stopped call, and,
+// if a call stopped only after its lock may have expired, how long after the
+// round began it stopped. Pauses not covered run again in the next round.
+//
+// The ttl starts at start, short, since each round waits for its locks to
+// expire, and doubles, up to steerTTL, after a round in which a call
+// stopped too late or no call covered its pause: a store or a machine slower
+// than start allowed for. A sweep that still cannot cover a pause at
+// steerTTL fails, noting the delay for the kit's lateness rule (see judge):
+// on a machine that slow, what the case saw proves nothing.
+func (e *env) steerRounds(t testing.TB, looks int, start time.Duration, round func(pauses []int, ttl time.Duration) (covered []bool, tooLate time.Duration)) {
+	t.Helper()
 	pending := make([]int, min(looks+steerBeyond, maxLooks))
 	for i := range pending {
 		pending[i] = i + 1
 	}
 	n := e.steerKeys()
 	per := max(1, n/steerCopies)
+	ttl, stuck := min(start, e.steerTTL()), 0
 	for len(pending) > 0 {
 		this := pending[:min(per, len(pending))]
 		pending = pending[len(this):]
@@ -144,15 +158,12 @@ func (e *env) steerRounds(looks int, round func(pauses []int) (ran []bool)) {
 		for i := range pauses {
 			pauses[i] = this[i%len(this)]
 		}
-		ran := round(pauses)
+		ran, tooLate := round(pauses, ttl)
 		covered := map[int]bool{}
 		for i, p := range pauses {
 			if ran[i] {
 				covered[p] = true
 			}
-		}
-		if len(covered) == 0 {
-			return // every call was blocked: no progress to be had
 		}
 		var again []int
 		for _, p := range this {
@@ -161,8 +172,27 @@ func (e *env) steerRounds(looks int, round func(pauses []int) (ran []bool)) {
 			}
 		}
 		pending = append(again, pending...)
+		if tooLate == 0 && len(covered) > 0 {
+			stuck = 0
+			continue
+		}
+		if ttl < e.steerTTL() {
+			ttl = min(2*ttl, e.steerTTL())
+			continue
+		}
+		if len(covered) > 0 {
+			continue
+		}
+		if stuck++; stuck == steerStuck {
+			noteCall(t, tooLate)
+			failWith(t, fixTooSlow, "the kit could not stop a call at its looks number %v at its context before the call's lock, of a ttl of %v, could expire, in %d rounds in a row: every call either waited behind another stopped call for more than %v or stopped too late (the latest %v after its round began); the store, or this machine, is too slow for Options.TTL %v", again, ttl, steerStuck, ttl/4, tooLate.Round(time.Millisecond), e.opts.TTL)
+		}
 	}
 }
+
+// steerStuck is how many rounds in a row at steerTTL may cover no pause
+// before a sweep gives up.
+const steerStuck = 3
 
 // steerBeyond is how many looks past those of an unsteered call the
 // steered cases sweep: a call of a pipelining client (rueidis's) that is
@@ -179,17 +209,22 @@ const steerCopies = 6
 
 // countLooks returns how many times a call of op looks at its context, the
 // most over a few calls: the steered cases stop calls at each look from the
-// first to steerBeyond past this.
-func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) int {
+// first to steerBeyond past this. It also returns how long the quickest of
+// those calls took, from which steerStart sizes the sweep's first ttl.
+func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) (looks int, quickest time.Duration) {
 	t.Helper()
 	most := 0
-	for range 3 {
+	for i := range 3 {
 		key, owner := e.key(), e.owner("counted")
 		if op != "acquire" {
 			e.mustAcquire(t, key, owner, holdTTL, "no lock has ever held this key")
 		}
 		ctx := newSteered(e.opts.Timeout, 0)
+		start := time.Now()
 		r := e.do(ctx, op, key, owner, ttl)
+		if took := time.Since(start); i == 0 || took < quickest {
+			quickest = took
+		}
 		ctx.release()
 		if r.err != nil {
 			callFailed(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err)
@@ -199,7 +234,7 @@ func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) int {
 		}
 		most = max(most, int(ctx.looks.Load()))
 	}
-	return min(most, maxLooks)
+	return min(most, maxLooks), quickest
 }
 
 // maxLooks bounds the looks the steered cases sweep, so that a client that
@@ -228,34 +263,51 @@ func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) 
 // callers, which no stopped call uses.
 func (e *env) steerKeys() int { return max(1, e.opts.Callers/2) }
 
-// steerTTL is the ttl of the steered cases' locks: short, since each round
-// waits for the locks to expire, yet TTL/5 leaves the round trips of a
-// store that passes the expiry cases at TTL room.
+// steerTTL is the longest ttl of the steered cases' locks: TTL/5 leaves
+// the round trips of a store that passes the expiry cases at TTL room. It
+// is also the ttl of other cases' short-lived locks.
 func (e *env) steerTTL() time.Duration { return max(e.opts.TTL/5, 6*time.Millisecond) }
+
+// steerStart is the ttl a sweep starts with: each round waits for its locks
+// to expire, so the shorter the quicker, but a round's steerKeys calls must
+// all have stopped before their locks may expire, on a store that may serve
+// them one at a time. So steerKeys times the quickest call measured, four
+// times over, and at least steerFloor; steerRounds doubles it if that was
+// too short.
+func (e *env) steerStart(quickest time.Duration) time.Duration {
+	return max(steerFloor, 4*time.Duration(e.steerKeys())*quickest)
+}
+
+// steerFloor is the shortest ttl of a sweep: a round also waits a quarter
+// of it for calls that neither stop nor return, which must leave a
+// goroutine time to be scheduled under the race detector.
+const steerFloor = 50 * time.Millisecond
 
 // steerTakeover returns the case that stops op at each of its looks while
 // the lock it concerns expires and a new owner takes the key over.
 func steerTakeover(op string) func(t testing.TB, e *env) {
 	return func(t testing.TB, e *env) {
-		ttl := e.steerTTL()
-		looks := e.countLooks(t, op, ttl)
+		looks, quickest := e.countLooks(t, op, e.steerTTL())
 		if looks == 0 {
 			skip(t, e.name, "the store's "+op+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
 		}
-		stopped, rounds := 0, 0
-		e.steerRounds(looks, func(pauses []int) []bool {
-			n, ran := e.steerTakeoverAt(t, op, pauses, ttl)
-			stopped, rounds = stopped+n, rounds+1
-			return ran
+		stopped, rounds, longest := 0, 0, time.Duration(0)
+		e.steerRounds(t, looks, e.steerStart(quickest), func(pauses []int, ttl time.Duration) ([]bool, time.Duration) {
+			n, covered, tooLate := e.steerTakeoverAt(t, op, pauses, ttl)
+			stopped, rounds, longest = stopped+n, rounds+1, max(longest, ttl)
+			return covered, tooLate
 		})
-		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, op, rounds, looks, steerBeyond)
+		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, with locks of a ttl of up to %v, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, op, rounds, longest, looks, steerBeyond)
 	}
 }
 
 // steerTakeoverAt runs one round of steerTakeover: a key per pause, its
-// call stopped at that look. It returns how many calls stopped, and which
-// calls stopped or returned (were not blocked behind another stopped call).
-func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Duration) (int, []bool) {
+// call stopped at that look. It returns how many calls stopped, which calls
+// covered their pause (see steerRounds), and, if a stopped Renew or Release
+// stopped after its lock may have expired (it may then have read no lock
+// at all, and its round trips' window went untested), how long after the
+// round's first Acquire was sent the latest of them stopped.
+func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Duration) (stopped int, covered []bool, tooLate time.Duration) {
 	t.Helper()
 	n := len(pauses)
 	// The new owners call through the other half of the racing callers'
@@ -270,6 +322,10 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		defer cancel()
 		_, _ = e.storeOf(news[i]).Release(ctx, keys[i], news[i])
 	})
+	// No lock of the round can expire before ttl after this, on any clock
+	// that runs at the real rate: the store starts a ttl once it has the
+	// call.
+	sent := time.Now()
 	for i := range keys {
 		e.cleanupRelease(t, keys[i], news[i])
 		if op == "acquire" {
@@ -279,16 +335,23 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		e.mustAcquire(t, keys[i], olds[i], ttl, "no lock has ever held this key")
 	}
 	tl := e.startTimeline()
-	ctxs, paused, blocked, old, wait := e.steerCalls(pauses, e.opts.Timeout+4*ttl, ttl/4, func(i int, ctx context.Context) result {
+	ctxs, paused, blocked, old, wait := e.steerCalls(pauses, e.opts.Timeout+4*ttl, ttl/4, ttl, func(i int, ctx context.Context) result {
 		return e.do(ctx, op, keys[i], olds[i], ttl)
 	})
-	ran := make([]bool, n)
-	for i := range ran {
-		ran[i] = !blocked[i]
+	covered = make([]bool, n)
+	for i := range covered {
+		covered[i] = !blocked[i]
+		// A stopped Acquire's lock counts from its stop; a Renew or
+		// Release must stop while the lock it concerns is live.
+		if paused[i] && op != "acquire" && e.opts.AdvanceTime == nil {
+			if at := ctxs[i].pausedAt.Sub(sent); at >= ttl {
+				covered[i], tooLate = false, max(tooLate, at)
+			}
+		}
 	}
 	if !slices.Contains(paused, true) {
 		wait()
-		return 0, ran // the calls made fewer looks than their pauses
+		return 0, covered, tooLate // the calls made fewer looks than their pauses
 	}
 	if op == "acquire" {
 		// The lock the stopped Acquire may have written is younger
@@ -345,7 +408,6 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		}
 	})
 	wait()
-	stopped := 0
 	for i := range n {
 		if !paused[i] {
 			continue
@@ -378,7 +440,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
 		}
 	}
-	return stopped, ran
+	return stopped, covered, tooLate
 }
 
 // acquireCutShort cancels Acquire calls at each of their looks at their
@@ -386,23 +448,25 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 // ttl has passed: whatever the outcome of a cut-short Acquire, acquired,
 // not acquired or an error, no lock may outlive its ttl.
 func acquireCutShort(t testing.TB, e *env) {
-	ttl := e.steerTTL()
-	looks := e.countLooks(t, "acquire", ttl)
+	looks, quickest := e.countLooks(t, "acquire", e.steerTTL())
 	if looks == 0 {
 		skip(t, e.name, "the store's Acquire calls never look at their context (Done or Err), so the kit cannot cut them short between round trips", "pass the call's context to the client library")
 	}
 	type cut struct {
 		key, owner string
 		pause      int
+		ttl        time.Duration
 	}
 	var cuts []cut
-	e.steerRounds(looks, func(pauses []int) []bool {
+	longest := time.Duration(0)
+	e.steerRounds(t, looks, e.steerStart(quickest), func(pauses []int, ttl time.Duration) ([]bool, time.Duration) {
+		longest = max(longest, ttl)
 		n := len(pauses)
 		keys, owners := e.keys(n), e.racers("cut", n, len(cuts))
 		for i := range keys {
 			e.cleanupRelease(t, keys[i], owners[i])
 		}
-		ctxs, paused, blocked, _, wait := e.steerCalls(pauses, e.opts.Timeout, ttl/4, func(i int, ctx context.Context) result {
+		ctxs, paused, blocked, _, wait := e.steerCalls(pauses, e.opts.Timeout, ttl/4, ttl, func(i int, ctx context.Context) result {
 			return e.do(ctx, "acquire", keys[i], owners[i], ttl)
 		})
 		ran := make([]bool, n)
@@ -410,19 +474,23 @@ func acquireCutShort(t testing.TB, e *env) {
 			ran[i] = !blocked[i]
 			if paused[i] {
 				ctxs[i].cancel(context.Canceled)
-				cuts = append(cuts, cut{keys[i], owners[i], pauses[i]})
+				cuts = append(cuts, cut{keys[i], owners[i], pauses[i], ttl})
 			}
 		}
 		wait()
-		return ran
+		return ran, 0
 	})
 	// Every call has returned: whatever each wrote, its ttl started before
 	// now. Each key must be free by 2 × ttl (a lock written late by a
 	// server that read the cancelled statement from its socket has had a
-	// whole ttl more); a second look at 4 × ttl rules out a slow server.
+	// whole ttl more); a second look, as late as a sweep at steerTTL
+	// would make it, rules out a slow server.
 	tl := e.startTimeline()
-	for _, at := range []time.Duration{2 * ttl, 4 * ttl} {
-		tl.until(at)
+	for _, at := range []time.Duration{2 * longest, 4 * e.steerTTL()} {
+		if len(cuts) == 0 {
+			break
+		}
+		tl.until(e.lateness(longest) + at)
 		left := cuts[:0]
 		for _, c := range cuts {
 			probe := e.ownerElsewhere("after-cut")
@@ -436,7 +504,7 @@ func acquireCutShort(t testing.TB, e *env) {
 	}
 	if len(cuts) > 0 {
 		c := cuts[0]
-		t.Fatalf("%d of the Acquire calls the kit cancelled left their key locked beyond their ttl: the first, Acquire(%s, %q, %v), cancelled at its look number %d at its context (client libraries look before each round trip), still held its key %v after it returned; the contract requires every lock to expire by its ttl, whatever became of the call that wrote it", len(cuts), show(c.key), c.owner, ttl, c.pause, 4*ttl)
+		t.Fatalf("%d of the Acquire calls the kit cancelled left their key locked beyond their ttl: the first, Acquire(%s, %q, %v), cancelled at its look number %d at its context (client libraries look before each round trip), still held its key %v after it returned; the contract requires every lock to expire by its ttl, whatever became of the call that wrote it", len(cuts), show(c.key), c.owner, c.ttl, c.pause, tl.elapsed().Round(time.Millisecond))
 	}
 	t.Logf("conformance: %s: cut Acquire calls short at each of their %d looks at their context", e.name, looks)
 }
