@@ -175,25 +175,26 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err != nil {
 		return 0, false, err
 	}
-	sent := time.Now()
-	grant, err := s.cli.Grant(ctx, leaseSeconds(ttl))
-	if err != nil {
-		return 0, false, fmt.Errorf("etcdstore: acquire %q: grant lease: %w", key, err)
+	var (
+		sent  time.Time
+		grant *clientv3.LeaseGrantResponse
+		resp  *clientv3.TxnResponse
+	)
+	for {
+		sent = time.Now()
+		grant, err = s.cli.Grant(ctx, leaseSeconds(ttl))
+		if err != nil {
+			return 0, false, fmt.Errorf("etcdstore: acquire %q: grant lease: %w", key, err)
+		}
+		resp, err = s.attach(ctx, key, owner, grant.ID)
+		// A lease that expired before the transaction ran (the call was
+		// held up for longer than the lease) makes etcd refuse the whole
+		// transaction: nothing was taken, so take it on a new lease.
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) || ctx.Err() != nil {
+			break
+		}
 	}
 	lease := grant.ID
-	k := s.prefix + key
-	var resp *clientv3.TxnResponse
-	err = retry(ctx, func() error {
-		// If the key exists, its own record comes back: a retry after a
-		// lost reply then finds the key on this acquisition's lease.
-		var err error
-		resp, err = s.kv.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(clientv3.OpPut(k, owner, clientv3.WithLease(lease))).
-			Else(clientv3.OpGet(k)).
-			Commit()
-		return err
-	})
 	if err != nil {
 		s.revoke(lease)
 		return 0, false, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
@@ -218,6 +219,25 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	s.held[lockID{key, owner}] = heldLease{lease, grant.TTL}
 	s.mu.Unlock()
 	return token, true, nil
+}
+
+// attach puts owner's key on lease if the key does not exist, in one
+// transaction, retried while etcd is unavailable. If the key exists, its
+// own record comes back: a retry after a lost reply then finds the key on
+// this acquisition's lease.
+func (s *Store) attach(ctx context.Context, key, owner string, lease clientv3.LeaseID) (*clientv3.TxnResponse, error) {
+	k := s.prefix + key
+	var resp *clientv3.TxnResponse
+	err := retry(ctx, func() error {
+		var err error
+		resp, err = s.kv.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+			Then(clientv3.OpPut(k, owner, clientv3.WithLease(lease))).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		return err
+	})
+	return resp, err
 }
 
 // stillLasts makes sure that a lease granted for secs seconds, whose grant

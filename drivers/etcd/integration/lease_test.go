@@ -3,10 +3,13 @@ package integration
 import (
 	"context"
 	"crypto/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	etcdstore "github.com/leasehold/leasehold/drivers/etcd"
 	"github.com/leasehold/leasehold/internal/testserver/etcdserver"
@@ -56,5 +59,56 @@ func TestLeaseNeverShorterThanTTL(t *testing.T) {
 		if ok, err := s.Release(ctx, key, "o"); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
+	}
+}
+
+// TestAcquireAfterItsLeaseExpired holds up an Acquire between its lease's
+// grant and its transaction until the lease is gone (revoked here, as
+// etcd's expiry would after a pause of the calling process or a stalled
+// connection longer than the lease): the transaction is refused as a
+// whole, so nothing was taken, and Acquire must take the key on a new
+// lease rather than fail with an error (which core reads as an outcome it
+// cannot know, and hands back). The kit's steer-acquire-takeover found it,
+// stopping an Acquire at that point until its lease expired.
+func TestAcquireAfterItsLeaseExpired(t *testing.T) {
+	endpoints := etcdserver.Endpoints(t)
+	admin := newClient(t, endpoints)
+	var held atomic.Int64 // Txns held up
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok && len(txn.Success) > 0 && held.Add(1) == 1 {
+				if put := txn.Success[0].GetRequestPut(); put != nil && put.Lease != 0 {
+					if _, err := admin.Revoke(ctx, clientv3.LeaseID(put.Lease)); err != nil {
+						return err
+					}
+				}
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	prefix := "lease-expired-" + rand.Text()[:8] + "/"
+	s := etcdstore.NewWithOptions(cli, etcdstore.Options{Prefix: prefix})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	token, ok, err := s.Acquire(ctx, "k", "o", 5*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("Acquire whose lease expired before its transaction = %v, %v; want acquired on a new lease", ok, err)
+	}
+	if held.Load() < 2 {
+		t.Fatalf("the interceptor saw %d transactions; the test did not hold one up", held.Load())
+	}
+	resp, err := admin.Get(ctx, prefix+"k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "o" || resp.Kvs[0].CreateRevision != token {
+		t.Fatalf("after Acquire: key %v, %v; want it held by o with token %d", resp, err, token)
+	}
+	ttl, err := admin.TimeToLive(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if err != nil || ttl.TTL < 4 {
+		t.Fatalf("the key's lease: %v, %v; want one of the ttl asked for", ttl, err)
 	}
 }
