@@ -16,14 +16,14 @@ import (
 )
 
 // kitTTL: the store grants leases of ttl + 100ms rounded up to whole
-// seconds (12s here), and etcd's leader frees them on its scan (every
+// seconds (3s here), and etcd's leader frees them on its scan (every
 // 500ms) through raft, so a lock is free between ttl and ttl + the store's
 // declared expiry precision (Store.ExpiryPrecision): the kit's checks that
 // a lock is gone, its race cases and its history judge wait that much
 // longer, and its checks that a lock is held do not move. token-floor-after-
 // reset accepts the store's core.ErrTokensNotResettable and checks that
 // tokens grow across release, expiry and writes instead (see docs/etcd.md).
-const kitTTL = 11900 * time.Millisecond
+const kitTTL = 2900 * time.Millisecond
 
 // TestSuite runs the conformance kit on etcd, with 32 callers per race,
 // every case included.
