@@ -172,8 +172,10 @@ func (e *env) steerRounds(t testing.TB, looks int, start time.Duration, round fu
 			}
 		}
 		pending = append(again, pending...)
-		if tooLate == 0 && len(covered) > 0 {
+		if len(covered) > 0 {
 			stuck = 0
+		}
+		if tooLate == 0 && len(covered) > 0 {
 			continue
 		}
 		if ttl < e.steerTTL() {
