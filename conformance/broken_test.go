@@ -1024,3 +1024,42 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// declaresLateness is a correct store that declares, through
+// core.ExpiryPrecisioner, that it may free a lock up to a share of its ttl
+// late (as etcd's store does, with its whole-second leases and its
+// leader's scan), though it frees every lock on time.
+type declaresLateness struct {
+	*core.MemoryStore
+	share float64
+}
+
+func (d declaresLateness) ExpiryPrecision(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl) * d.share)
+}
+
+// TestRenewByHolderUnderDeclaredLateness: renew-by-holder looks at its
+// renewed lock once the original lock is gone, as late as the store
+// declares it may free it. A store that declares more than a third of its
+// ttl, renewed at half its ttl, would be looked at after the renewed lock
+// expired too, and a correct store fail (etcd's store at the kit's ttl of
+// 2.9s declares 1.1s: it failed the cold test run so). The renewal comes
+// later for such a store; one that declares more than half its ttl, for
+// which no moment works, gets the fix of raising Options.TTL, not the
+// case's own.
+func TestRenewByHolderUnderDeclaredLateness(t *testing.T) {
+	c, _ := caseNamed("renew-by-holder")
+	for _, share := range []float64{0, 0.2, 0.4, 0.5} {
+		clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+		store := declaresLateness{core.NewMemoryStore(core.WithMemoryClock(clock)), share}
+		if o := runRecorded(t, c, shared(store), Options{AdvanceTime: clock.Advance}); o.failed {
+			t.Errorf("declared lateness %.0f%% of the ttl: renew-by-holder failed a correct store: %v", 100*share, o)
+		}
+	}
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	store := declaresLateness{core.NewMemoryStore(core.WithMemoryClock(clock)), 0.6}
+	o := runRecorded(t, c, shared(store), Options{AdvanceTime: clock.Advance})
+	if !o.failed || !strings.Contains(o.String(), fixTTLForPrecision) || strings.Contains(o.String(), c.Fix) {
+		t.Errorf("declared lateness 60%% of the ttl: %v; want a failure with the fix %q, not the case's", o, fixTTLForPrecision)
+	}
+}

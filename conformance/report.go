@@ -91,9 +91,10 @@ func failWith(t testing.TB, fix, format string, args ...any) {
 
 // Usual fixes of failures that are not the case's own.
 const (
-	fixStoreError = "make sure the store is reachable, answers within Options.Timeout, and, behind a connection pool, has at least Options.Callers connections; then run the case again. If the error says the lock is not held or not obtained, answer false instead: false is the store's decision, an error a call that reached none."
-	fixKitBug     = "none in the store: the kit itself went wrong; please report it to leasehold with this message."
-	fixTooSlow    = "make the store answer well within Options.TTL/5 while Options.Callers/2 calls run at once (behind a pool, give it at least Options.Callers connections), or raise Options.TTL; on a busy machine, run the kit again on a quieter one."
+	fixStoreError      = "make sure the store is reachable, answers within Options.Timeout, and, behind a connection pool, has at least Options.Callers connections; then run the case again. If the error says the lock is not held or not obtained, answer false instead: false is the store's decision, an error a call that reached none."
+	fixKitBug          = "none in the store: the kit itself went wrong; please report it to leasehold with this message."
+	fixTTLForPrecision = "raise Options.TTL until the lateness the store declares for it is at most half of it."
+	fixTooSlow         = "make the store answer well within Options.TTL/5 while Options.Callers/2 calls run at once (behind a pool, give it at least Options.Callers connections), or raise Options.TTL; on a busy machine, run the kit again on a quieter one."
 )
 
 // skip skips the case, saying why and how to run it. go test shows a

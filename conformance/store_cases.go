@@ -147,14 +147,30 @@ func acquireHeldKey(t testing.TB, e *env) {
 
 func renewByHolder(t testing.TB, e *env) {
 	ttl := e.opts.TTL
+	at, ok := renewByHolderAt(ttl, e.lateness(ttl))
+	if !ok {
+		failWith(t, fixTTLForPrecision, "the store declares that it may free a lock of %v up to %v after its ttl (core.ExpiryPrecisioner): at that ttl, no renewal leaves a moment past the original expiry, as late as declared, at which the renewed lock is surely held", ttl, e.lateness(ttl))
+	}
 	key, a := e.key(), e.owner("A")
 	e.mustAcquire(t, key, a, ttl, "no lock has ever held this key")
 	tl := e.startTimeline()
-	tl.until(heldCheck(ttl))
-	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", heldCheck(ttl), ttl))
+	tl.until(at)
+	e.mustRenew(t, key, a, ttl, fmt.Sprintf("the owner acquired it %v ago with a ttl of %v", at, ttl))
 	tl.until(e.gone(ttl))
-	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, heldCheck(ttl), ttl))
+	e.mustBeHeld(t, key, fmt.Sprintf("the lock was renewed for %v at %v, so it must outlive its original expiry at %v", ttl, at, ttl))
 	e.mustRelease(t, key, a, "the renewed lock is still live")
+}
+
+// renewByHolderAt is when renew-by-holder renews its lock, whose check
+// that the renewal extended it comes once the original lock is gone, as
+// late as the store declares (late): heldCheck, or later for a store that
+// declares a lateness, so that the check still comes a sixth of a ttl (the
+// kit's tolerance for a call) before the renewed lock's expiry. The
+// renewal itself must come a sixth of a ttl before the original expiry; ok
+// is false when no moment satisfies both.
+func renewByHolderAt(ttl, late time.Duration) (at time.Duration, ok bool) {
+	at = max(heldCheck(ttl), goneCheck(ttl)+late+ttl/6-ttl)
+	return at, at <= ttl-ttl/6
 }
 
 // renewThenExpire renews a lock once, at heldCheck, and checks that it
