@@ -117,7 +117,7 @@ func TestUseFromAClone(t *testing.T) {
 			}
 			// With the test binary's race flag, so that the build shares the
 			// cache of the test run's (modernc.org/sqlite is slow to compile).
-			if out := run(t, dir, env, gocmd.Path(), append(append([]string{"run"}, buildFlags()...), ".")...); out != "token 1\n" {
+			if out := run(t, dir, env, gocmd.Path(), append(append([]string{"run"}, gocmd.BuildFlags()...), ".")...); out != "token 1\n" {
 				t.Errorf("the scratch program printed %q, want %q", out, "token 1\n")
 			}
 
@@ -180,7 +180,7 @@ func kitWithoutGinkgo(t *testing.T, recipe string, env []string) {
 	}
 	run(t, dir, env, "sh", "-e", "-c", recipe)
 	run(t, dir, env, gocmd.Path(), "mod", "tidy")
-	run(t, dir, env, gocmd.Path(), append(append([]string{"test", "-count=1"}, buildFlags()...), ".")...)
+	run(t, dir, env, gocmd.Path(), append(append([]string{"test", "-count=1"}, gocmd.BuildFlags()...), ".")...)
 	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 	if err != nil {
 		t.Fatal(err)

@@ -344,15 +344,6 @@ func goIn(dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// buildFlags are the flags of the tests' own build, so that the doc test
-// shares its compiled packages with them.
-func buildFlags() []string {
-	if raceEnabled {
-		return []string{"-race"}
-	}
-	return nil
-}
-
 // TestDocsGoBlocksCompile builds every ```go block of README.md and
 // docs/*.md.
 func TestDocsGoBlocksCompile(t *testing.T) {
@@ -398,7 +389,7 @@ func TestDocsGoBlocksCompile(t *testing.T) {
 		t.Fatalf("found %d ```go blocks; the fence parser must be broken", total)
 	}
 
-	out, err := goIn(mod, append(append([]string{"build"}, buildFlags()...), "./...")...)
+	out, err := goIn(mod, append(append([]string{"build"}, gocmd.BuildFlags()...), "./...")...)
 	if err != nil {
 		// Name the page and line of each failing block.
 		for dir, b := range where {

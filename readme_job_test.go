@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/gocmd"
 )
 
 // readmeProgram returns README's first ```go block, the guarded job: a
@@ -101,7 +103,7 @@ func TestReadmeGuardedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "guarded")
-	if out, err := goIn(mod, append(append([]string{"build"}, buildFlags()...), "-o", bin, "./guarded")...); err != nil {
+	if out, err := goIn(mod, append(append([]string{"build"}, gocmd.BuildFlags()...), "-o", bin, "./guarded")...); err != nil {
 		t.Fatalf("go build of README's program: %v\n%s", err, out)
 	}
 

@@ -49,10 +49,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "leasehold")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
+	args := append([]string{"build", "-o", bin}, gocmd.BuildFlags()...)
 	build := exec.Command(gocmd.Path(), append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)

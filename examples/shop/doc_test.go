@@ -116,7 +116,8 @@ func goWithOnly(t *testing.T, sources map[string]string, named map[string]int, k
 	if err := os.WriteFile(file, overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(gocmd.Path(), append([]string{args[0], "-overlay", file}, args[1:]...)...)
+	flags := append([]string{args[0], "-overlay", file}, gocmd.BuildFlags()...)
+	cmd := exec.Command(gocmd.Path(), append(flags, args[1:]...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -6,6 +6,8 @@ package gocmd
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 )
 
 // Path returns the go command of the toolchain that runs the tests:
@@ -19,4 +21,16 @@ func Path() string {
 		}
 	}
 	return "go"
+}
+
+// BuildFlags returns the build flags of the running binary that the go
+// commands it runs should share: -race when it was built with the race
+// detector, so that what they build finds every dependency compiled in
+// the cache of the test run instead of compiling it again without.
+func BuildFlags() []string {
+	info, ok := debug.ReadBuildInfo()
+	if ok && slices.ContainsFunc(info.Settings, func(s debug.BuildSetting) bool { return s.Key == "-race" && s.Value == "true" }) {
+		return []string{"-race"}
+	}
+	return nil
 }

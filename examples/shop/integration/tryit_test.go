@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/gocmd"
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
@@ -26,7 +27,7 @@ const root = "../../.."
 // each on a database of its own, since the start-up race is a race.
 func TestTryItOnAFreshPostgres(t *testing.T) {
 	shopd := filepath.Join(t.TempDir(), "shopd")
-	build := exec.Command("go", "build", "-o", shopd, "./examples/shop/cmd/shopd")
+	build := exec.Command(gocmd.Path(), append(append([]string{"build", "-o", shopd}, gocmd.BuildFlags()...), "./examples/shop/cmd/shopd")...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build shopd: %v\n%s", err, out)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package leasehold_test
-
-const raceEnabled = false
