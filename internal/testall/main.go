@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,16 +61,7 @@ type tally struct {
 }
 
 func main() {
-	args := []string{"test", "-race", "-json"}
-	user := os.Args[1:]
-	if !slices.ContainsFunc(user, func(a string) bool { return strings.HasPrefix(a, "-timeout") }) {
-		args = append(args, "-timeout=30m")
-	}
-	args = append(args, user...)
-	if !slices.ContainsFunc(user, func(a string) bool { return !strings.HasPrefix(a, "-") && strings.Contains(a, "/") || a == "work" }) {
-		args = append(args, "work")
-	}
-
+	args := goTestArgs(os.Args[1:], runtime.GOMAXPROCS(0))
 	start := time.Now()
 	cmd := exec.Command("go", args...)
 	cmd.Stderr = os.Stderr
@@ -94,6 +86,37 @@ func main() {
 	if t.failed > 0 || len(t.failedPkgs) > 0 {
 		os.Exit(1)
 	}
+}
+
+// goTestArgs returns go test's arguments for the user's flags and
+// packages on a machine of cpus CPUs. Unless the user says otherwise, it
+// runs twice as many packages at once as there are CPUs (go test's
+// default is as many): the longest packages spend most of their time
+// waiting for leases to expire and servers to answer, not computing, and
+// a cold run on two cores takes about 12 minutes one package per CPU
+// and under 10 two per CPU.
+func goTestArgs(user []string, cpus int) []string {
+	args := []string{"test", "-race", "-json"}
+	if !hasFlag(user, "timeout") {
+		args = append(args, "-timeout=30m")
+	}
+	if !hasFlag(user, "p") {
+		args = append(args, "-p="+strconv.Itoa(2*max(cpus, 1)))
+	}
+	args = append(args, user...)
+	if !slices.ContainsFunc(user, func(a string) bool { return !strings.HasPrefix(a, "-") && strings.Contains(a, "/") || a == "work" }) {
+		args = append(args, "work")
+	}
+	return args
+}
+
+// hasFlag reports whether args set the go test flag name, as -name,
+// --name, -name=v or --name=v.
+func hasFlag(args []string, name string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		return a == name || strings.HasPrefix(a, name+"=")
+	})
 }
 
 func fatal(err error) {

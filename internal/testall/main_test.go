@@ -55,3 +55,21 @@ func TestTally(t *testing.T) {
 		}
 	}
 }
+
+func TestGoTestArgs(t *testing.T) {
+	for _, c := range []struct {
+		user []string
+		cpus int
+		want string
+	}{
+		{nil, 2, "test -race -json -timeout=30m -p=4 work"},
+		{nil, 0, "test -race -json -timeout=30m -p=2 work"},
+		{[]string{"-p=1", "-run", "TestFoo"}, 8, "test -race -json -timeout=30m -p=1 -run TestFoo work"},
+		{[]string{"-p", "3", "--timeout=1m"}, 8, "test -race -json -p 3 --timeout=1m work"},
+		{[]string{"-parallel=2", "./core/..."}, 1, "test -race -json -timeout=30m -p=2 -parallel=2 ./core/..."},
+	} {
+		if got := strings.Join(goTestArgs(c.user, c.cpus), " "); got != c.want {
+			t.Errorf("goTestArgs(%q, %d) = %q, want %q", c.user, c.cpus, got, c.want)
+		}
+	}
+}
