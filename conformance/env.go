@@ -44,7 +44,10 @@ type env struct {
 	// goroutine may not see (a goroutine waiting in a long run queue).
 	overslept func(d time.Duration)
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// due is when the case's timeline meant its next store call to be
+	// made (see timeline.until); the zero time when no sleep is pending.
+	due     time.Time
 	second  core.LockStore            // the store of owners elsewhere, opened on first use
 	callers []core.LockStore          // stores opened for racing callers, reused by later races
 	stores  map[string]core.LockStore // owner → the store its calls go through, if not store
@@ -138,8 +141,24 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 // timed runs one store call of the kit's and notes how long it took (see
 // recorder.noteCall): a call that came back late may have been run by the
 // store late too, after a lock's ttl, and a check it failed proves nothing.
+// timed makes a store call of the case and tells the judge how late its
+// answer came: counted from when the call was made or, after a sleep of
+// the case's timeline, from when the sleep should have ended, whichever is
+// earlier. A check's margin is spent by the whole delay from that moment
+// to the answer: the sleep's oversleep, the call, and any stall of the
+// case's thread between the two, which neither the sleep nor the call
+// would count (under a CPU hog, the case's thread can wait in the run
+// queue for hundreds of milliseconds while the meter's goroutine runs on
+// time).
 func (e *env) timed(t testing.TB, call func()) {
 	start := time.Now()
+	e.mu.Lock()
+	due := e.due
+	e.due = time.Time{}
+	e.mu.Unlock()
+	if !due.IsZero() && due.Before(start) {
+		start = due
+	}
 	call()
 	noteCall(t, time.Since(start))
 }
@@ -322,6 +341,9 @@ func (tl *timeline) until(d time.Duration) {
 		return
 	}
 	target := tl.start.Add(d)
+	tl.e.mu.Lock()
+	tl.e.due = target
+	tl.e.mu.Unlock()
 	if rest := time.Until(target); rest > 0 {
 		time.Sleep(rest)
 		if tl.e.overslept != nil {

@@ -98,6 +98,35 @@ func TestJudgeCallsASlowCallInconclusive(t *testing.T) {
 	}
 }
 
+// TestJudgeCountsAStallBeforeACall: a check's call that was made late
+// after its sleep, because the case's thread stalled between waking and
+// calling, proves nothing either: neither the sleep nor the call was late
+// by the tolerance, but the answer came later than the check allowed.
+// Under a CPU hog, bun's MySQL store failed renew-by-holder so, with a
+// usual fix, before the kit counted a call from its sleep's end.
+func TestJudgeCountsAStallBeforeACall(t *testing.T) {
+	for _, stall := range []time.Duration{0, 30 * time.Millisecond} {
+		runs := 0
+		c := Case{Name: "stalled-probe", Fix: "a fix that must not be shown", run: func(t testing.TB, e *env) {
+			runs++
+			tl := e.startTimeline()
+			tl.until(5 * time.Millisecond)
+			time.Sleep(stall) // the thread, descheduled after its sleep ended
+			e.mustBeHeld(t, e.key(), "a key nobody took, which a broken check calls held")
+		}}
+		newStore := func(testing.TB) core.LockStore { return core.NewMemoryStore() }
+		// TTL 60ms: the case tolerates 10ms.
+		o := judge(t, c, newStore, Options{TTL: 60 * time.Millisecond})
+		msg := strings.Join(o.messages, "\n")
+		switch {
+		case stall == 0 && (runs != 1 || !o.failed || strings.Contains(msg, "inconclusive")):
+			t.Errorf("a call on time: ran %d times, verdict %v; want one run and a plain failure", runs, o)
+		case stall > 0 && (runs != 2 || !o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
+			t.Errorf("a call made %v after its sleep ended: ran %d times, verdict %v; want two runs and an inconclusive failure without a fix", stall, runs, o)
+		}
+	}
+}
+
 // TestLostLateIsTimingEvidence: losses whose renewals were not confirmed in
 // time are evidence of slow calls for the judge; a refused renewal is not.
 func TestLostLateIsTimingEvidence(t *testing.T) {
