@@ -63,7 +63,7 @@ func Demo(ctx context.Context, w io.Writer, level slog.Level) error {
 	}
 	defer os.RemoveAll(dir)
 
-	d := &demo{ctx: ctx, out: out, byName: map[string]*demoInstance{}, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}}
+	d := &demo{ctx: ctx, out: out, byName: map[string]*demoInstance{}, changed: make(chan struct{}), skips: map[string]int{}, lost: map[string]error{}, ended: map[string]bool{}}
 	logger := slog.New(slog.NewTextHandler(lineWriter{out}, &slog.HandlerOptions{Level: level, ReplaceAttr: shortTime}))
 	path := filepath.Join(dir, "locks.db")
 	d.say("== leasehold demo: three instances of one service share a job, on one SQLite file (%s).", path)
@@ -96,6 +96,7 @@ type demo struct {
 	refused  []demoWrite
 	skips    map[string]int   // "it runs on another instance" skips, by instance
 	lost     map[string]error // lock-lost events, by instance
+	ended    map[string]bool  // instances whose refused run has returned and said so
 	freeze   string           // the instance whose next run freezes
 	frozen   *demoWrite       // the write held by the frozen run
 }
@@ -242,7 +243,7 @@ func (d *demo) stepOwnerResumes(owner string, frozen, successor demoWrite) error
 	d.update(func() { skipsBefore = d.skips[owner] })
 	d.byName[owner].clock.Resume()
 	if err := d.waitFor(owner+"'s loss and its late write", func() bool {
-		return d.lost[owner] != nil && len(d.refused) > 0 && d.skips[owner] > skipsBefore
+		return d.lost[owner] != nil && len(d.refused) > 0 && d.ended[owner] && d.skips[owner] > skipsBefore
 	}); err != nil {
 		return err
 	}
@@ -378,8 +379,16 @@ func (d *demo) stopTicking(inst *demoInstance) {
 	inst.ticks.Wait()
 }
 
+// runEnding, when set by a test, is called with a run's error after the
+// run returns and before the demo reports how it ended: a stall there must
+// not reorder the story.
+var runEnding func(error)
+
 func (d *demo) runTick(inst *demoInstance) {
 	err := inst.job.Run(d.ctx)
+	if runEnding != nil {
+		runEnding(err)
+	}
 	var skipped *core.SkippedError
 	switch {
 	case err == nil:
@@ -390,6 +399,8 @@ func (d *demo) runTick(inst *demoInstance) {
 	case d.ctx.Err() != nil:
 	case errors.Is(err, coretest.ErrStaleToken):
 		inst.log.Info("demo: the run's late write was refused, as intended", "err", oneLine(strings.ReplaceAll(err.Error(), "\n", "; ")))
+		// Step (3) waits for this line, so that it comes before step (4).
+		d.update(func() { d.ended[inst.name] = true })
 	default:
 		inst.log.Error("demo: the job's run failed", "err", oneLine(strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/core/coretest"
 )
 
 // demoLine is one line of the demo's output, with the attributes the test
@@ -71,6 +74,31 @@ const (
 	msgLockLost    = `msg="leasehold: lock lost; another holder may take it now"`
 	msgHandedBack  = `msg="leasehold: job lease handed back"`
 )
+
+// TestDemoStoryInOrderWhenRunsEndLate: the frozen owner's run reports its
+// refused write before step (4) begins, however long the run takes to
+// return and say so. Under a CPU hog, step (4) came first before step (3)
+// waited for that report. Not parallel: runEnding is the package's.
+func TestDemoStoryInOrderWhenRunsEndLate(t *testing.T) {
+	runEnding = func(err error) {
+		if errors.Is(err, coretest.ErrStaleToken) {
+			time.Sleep(time.Second)
+		}
+	}
+	defer func() { runEnding = nil }()
+	var buf bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Demo(ctx, &buf, slog.LevelInfo); err != nil {
+		t.Fatalf("Demo: %v\noutput:\n%s", err, buf.String())
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("demo output:\n%s", buf.String())
+		}
+	}()
+	checkDemoStory(t, parseDemo(t, buf.String()), false)
+}
 
 // TestDemo runs the demo and follows its story through its output, by the
 // events (who took the lease, with which token, who lost it), never by
