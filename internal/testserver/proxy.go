@@ -29,6 +29,7 @@ type Proxy struct {
 	cut     *cutReply
 	closed  bool
 	writes  int // chunks forwarded from clients to the server
+	trips   int // replies forwarded to a client that had sent a request since its last reply
 	wg      sync.WaitGroup
 }
 
@@ -43,6 +44,7 @@ type cutReply struct {
 type proxyConn struct {
 	client, server *net.TCPConn
 	cutArmed       bool // under Proxy.mu: the next reply on this connection is cut
+	asked          bool // under Proxy.mu: the client has sent bytes since the last reply
 }
 
 // NewProxy starts a proxy on a free loopback port that forwards to target
@@ -135,6 +137,17 @@ func (p *Proxy) Requests() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.writes
+}
+
+// RoundTrips returns how many times a server has answered a client that
+// had sent something since its previous answer: a call's round trips. A
+// message that gets no reply (MySQL's COM_STMT_CLOSE) costs none, and
+// counts with the request after it; it is counted when the reply passes
+// the proxy, so once a call has returned, its round trips are all counted.
+func (p *Proxy) RoundTrips() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.trips
 }
 
 // Conns returns how many connections are open through the proxy.
@@ -251,9 +264,14 @@ func (p *Proxy) forward(pc *proxyConn, dst *net.TCPConn, chunk []byte, request b
 	}
 	if request {
 		p.writes++
+		pc.asked = true
 		if p.cut != nil && (p.cut.pattern == nil || bytes.Contains(chunk, p.cut.pattern)) {
 			pc.cutArmed = true
 		}
+	}
+	if !request && pc.asked {
+		p.trips++
+		pc.asked = false
 	}
 	var cutNow *cutReply
 	if !request && pc.cutArmed {

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// echoServer answers every line with the same line, upper-cased.
+// echoServer answers every line with the same line, upper-cased, but for
+// lines that start with "quiet", which it reads without answering.
 func echoServer(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -31,6 +32,9 @@ func echoServer(t *testing.T) string {
 					line, err := r.ReadString('\n')
 					if err != nil {
 						return
+					}
+					if strings.HasPrefix(line, "quiet") {
+						continue
 					}
 					if _, err := io.WriteString(c, strings.ToUpper(line)); err != nil {
 						return
@@ -75,6 +79,23 @@ func TestProxy(t *testing.T) {
 	}
 	if n := p.Requests(); n != 1 {
 		t.Fatalf("Requests() = %d after one round trip", n)
+	}
+
+	// A message with no reply costs no round trip: it counts with the
+	// next request.
+	if _, err := io.WriteString(c.c, "quiet\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); p.Requests() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy never read the quiet line")
+		}
+	}
+	if got, err := c.call("again", 5*time.Second); err != nil || got != "AGAIN" {
+		t.Fatalf("after a quiet line: %q, %v", got, err)
+	}
+	if n, r := p.RoundTrips(), p.Requests(); n != 2 || r != 3 {
+		t.Fatalf("RoundTrips() = %d, Requests() = %d after two calls and a message without a reply; want 2 and 3", n, r)
 	}
 
 	p.SetLatency(50 * time.Millisecond)

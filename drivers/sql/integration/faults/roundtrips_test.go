@@ -21,7 +21,8 @@ import (
 // are. pgx's database/sql adapter pings such a connection first (two round
 // trips); with stdlib.OptionShouldPing deciding otherwise, it is one.
 // go-sql-driver/mysql prepares every statement with arguments (two round
-// trips, idle or not) unless the DSN sets interpolateParams=true. docs/sql.md
+// trips, idle or not, and a close that waits for no reply) unless the DSN
+// sets interpolateParams=true. docs/sql.md
 // names the drivers and the fixes.
 func TestRenewalRoundTripsAfterIdle(t *testing.T) {
 	pgSrv := testserver.PrivatePostgres(t)
@@ -78,11 +79,11 @@ func TestRenewalRoundTripsAfterIdle(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(1100 * time.Millisecond)
-			before := proxy.Requests()
+			before := proxy.RoundTrips()
 			if ok, err := store.Renew(ctx, key, "o", time.Minute); err != nil || !ok {
 				t.Fatalf("Renew: %v, %v", ok, err)
 			}
-			got := proxy.Requests() - before
+			got := proxy.RoundTrips() - before
 			faults.Figure(t, "renewal after 1.1s idle, %s: %d round trips", c.name, got)
 			if got != c.want {
 				t.Fatalf("a renewal after 1.1s idle took %d round trips, want %d", got, c.want)
