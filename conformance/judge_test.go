@@ -73,56 +73,42 @@ func (s slowStore) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 	return s.LockStore.Acquire(ctx, key, owner, ttl)
 }
 
-// TestJudgeCallsASlowCallInconclusive: a check that failed after one of
+// TestJudgeCallsALateAnswerInconclusive: a check that failed after one of
 // the kit's store calls took longer than the case tolerates proves nothing
-// (the store may have run it after the ttl): rerun once, then inconclusive,
-// with the call's time and no fix; a failure with calls on time stays a
-// failure.
-func TestJudgeCallsASlowCallInconclusive(t *testing.T) {
-	for _, delay := range []time.Duration{0, 30 * time.Millisecond} {
-		runs := 0
-		c := Case{Name: "slow-probe", Fix: "a fix that must not be shown", run: func(t testing.TB, e *env) {
-			runs++
-			e.mustBeHeld(t, e.key(), "a key nobody took, which a broken check calls held")
-		}}
-		newStore := func(testing.TB) core.LockStore { return slowStore{core.NewMemoryStore(), delay} }
-		// TTL 60ms: the case tolerates 10ms.
-		o := judge(t, c, newStore, Options{TTL: 60 * time.Millisecond})
-		msg := strings.Join(o.messages, "\n")
-		switch {
-		case delay == 0 && (runs != 1 || !o.failed || strings.Contains(msg, "inconclusive")):
-			t.Errorf("calls on time: ran %d times, verdict %v; want one run and a plain failure", runs, o)
-		case delay > 0 && (runs != 2 || !o.failed || !strings.HasPrefix(msg, "inconclusive: a store call of the case took, or one of its sleeps overslept by, at least ") || strings.Contains(msg, "Usual fix")):
-			t.Errorf("a slow call: ran %d times, verdict %v; want two runs and an inconclusive failure naming the call's time, without a fix", runs, o)
-		}
-	}
-}
-
-// TestJudgeCountsAStallBeforeACall: a check's call that was made late
+// (the store may have run it after the ttl): rerun once, then
+// inconclusive, with the call's time and no fix. So too a call made late
 // after its sleep, because the case's thread stalled between waking and
-// calling, proves nothing either: neither the sleep nor the call was late
-// by the tolerance, but the answer came later than the check allowed.
-// Under a CPU hog, bun's MySQL store failed renew-by-holder so, with a
-// usual fix, before the kit counted a call from its sleep's end.
-func TestJudgeCountsAStallBeforeACall(t *testing.T) {
-	for _, stall := range []time.Duration{0, 30 * time.Millisecond} {
+// calling: neither the sleep nor the call was late by the tolerance, but
+// the answer came later than the check allowed (under a CPU hog, bun's
+// MySQL store failed renew-by-holder so, with a usual fix, before the kit
+// counted a call from its sleep's end). A failure with calls on time stays
+// a failure.
+func TestJudgeCallsALateAnswerInconclusive(t *testing.T) {
+	for _, late := range []struct {
+		name        string
+		call, stall time.Duration // how long the store takes; how long the thread stalls after its sleep
+		want        string        // the verdict's start; "" for a plain failure
+	}{
+		{"calls on time", 0, 0, ""},
+		{"a slow call", 30 * time.Millisecond, 0, "inconclusive: a store call of the case took, or one of its sleeps overslept by, at least "},
+		{"a call made after a stall", 0, 30 * time.Millisecond, "inconclusive: a store call of the case took, or one of its sleeps overslept by, at least "},
+	} {
 		runs := 0
-		c := Case{Name: "stalled-probe", Fix: "a fix that must not be shown", run: func(t testing.TB, e *env) {
+		c := Case{Name: "late-probe", Fix: "a fix that must not be shown", run: func(t testing.TB, e *env) {
 			runs++
-			tl := e.startTimeline()
-			tl.until(5 * time.Millisecond)
-			time.Sleep(stall) // the thread, descheduled after its sleep ended
+			e.startTimeline().until(5 * time.Millisecond)
+			time.Sleep(late.stall) // the thread, descheduled after its sleep ended
 			e.mustBeHeld(t, e.key(), "a key nobody took, which a broken check calls held")
 		}}
-		newStore := func(testing.TB) core.LockStore { return core.NewMemoryStore() }
+		newStore := func(testing.TB) core.LockStore { return slowStore{core.NewMemoryStore(), late.call} }
 		// TTL 60ms: the case tolerates 10ms.
 		o := judge(t, c, newStore, Options{TTL: 60 * time.Millisecond})
 		msg := strings.Join(o.messages, "\n")
 		switch {
-		case stall == 0 && (runs != 1 || !o.failed || strings.Contains(msg, "inconclusive")):
-			t.Errorf("a call on time: ran %d times, verdict %v; want one run and a plain failure", runs, o)
-		case stall > 0 && (runs != 2 || !o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
-			t.Errorf("a call made %v after its sleep ended: ran %d times, verdict %v; want two runs and an inconclusive failure without a fix", stall, runs, o)
+		case late.want == "" && (runs != 1 || !o.failed || strings.Contains(msg, "inconclusive")):
+			t.Errorf("%s: ran %d times, verdict %v; want one run and a plain failure", late.name, runs, o)
+		case late.want != "" && (runs != 2 || !o.failed || !strings.HasPrefix(msg, late.want) || strings.Contains(msg, "Usual fix")):
+			t.Errorf("%s: ran %d times, verdict %v; want two runs and an inconclusive failure naming the delay, without a fix", late.name, runs, o)
 		}
 	}
 }
