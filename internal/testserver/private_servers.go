@@ -71,7 +71,11 @@ func PrivateMariaDB(t testing.TB) *Server {
 	}
 	dir := u.mkdir(t, "mariadb")
 	data := filepath.Join(dir, "data")
-	u.run(t, "MariaDB", install, "--no-defaults", "--datadir="+data,
+	// Its own temporary directory: a starting MariaDB removes every "#sql"
+	// file it finds there as a leftover of its own, and in the shared /tmp
+	// those are a running server's.
+	tmp := "--tmpdir=" + dir
+	u.run(t, "MariaDB", install, "--no-defaults", "--datadir="+data, tmp,
 		"--auth-root-authentication-method=normal", "--skip-test-db")
 	port := freePort(t)
 	cfg := mysql.NewConfig()
@@ -86,7 +90,7 @@ func PrivateMariaDB(t testing.TB) *Server {
 			return at.FormatDSN()
 		},
 		command: func() *exec.Cmd {
-			return u.command(mariadbd, "--no-defaults", "--datadir="+data,
+			return u.command(mariadbd, "--no-defaults", "--datadir="+data, tmp,
 				"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
 				"--socket="+filepath.Join(dir, "mysqld.sock"), "--pid-file="+filepath.Join(dir, "mysqld.pid"),
 				"--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=32M",

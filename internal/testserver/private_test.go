@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,31 @@ func TestPrivateServers(t *testing.T) {
 			s.Start()
 			ping("started after a kill")
 		})
+	}
+}
+
+// TestPrivateMariaDBKeepsOthersTempFiles: a private MariaDB removes, as it
+// starts, the "#sql" files it finds in its temporary directory, which it
+// takes for its own leftovers. In the shared /tmp they were the running
+// shared server's: a private server started by a fault test beside the
+// kit's MySQL runs made the shared server fail a statement with "Error on
+// delete of '/tmp/#sql-update-….MAI'". Each private server has its own.
+func TestPrivateMariaDBKeepsOthersTempFiles(t *testing.T) {
+	f, err := os.CreateTemp("", "#sql-leasehold-test-*.MAI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	// The shared server's files are the server user's, as the private
+	// server's process is.
+	if u, err := lookupServerUser("mysql"); err == nil && u.cred != nil {
+		if err := os.Chown(f.Name(), int(u.cred.Uid), int(u.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	PrivateMariaDB(t)
+	if _, err := os.Stat(f.Name()); err != nil {
+		t.Fatalf("%s, another server's temporary file, after a private MariaDB started: %v", f.Name(), err)
 	}
 }
