@@ -44,13 +44,11 @@ type env struct {
 	// goroutine may not see (a goroutine waiting in a long run queue).
 	overslept func(d time.Duration)
 
-	mu sync.Mutex
-	// due is when the case's timeline meant its next store call to be
-	// made (see timeline.until); the zero time when no sleep is pending.
-	due     time.Time
+	mu      sync.Mutex
 	second  core.LockStore            // the store of owners elsewhere, opened on first use
 	callers []core.LockStore          // stores opened for racing callers, reused by later races
 	stores  map[string]core.LockStore // owner → the store its calls go through, if not store
+	due     time.Time                 // when the timeline meant the next store call to be made (see timeline.until); zero if none
 }
 
 func newEnv(opts Options, name string) *env {
@@ -138,14 +136,13 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.opts.Timeout)
 }
 
-// timed runs one store call of the kit's and notes how long it took (see
-// recorder.noteCall): a call that came back late may have been run by the
-// store late too, after a lock's ttl, and a check it failed proves nothing.
-// timed makes a store call of the case and tells the judge how late its
-// answer came: counted from when the call was made or, after a sleep of
-// the case's timeline, from when the sleep should have ended, whichever is
-// earlier. A check's margin is spent by the whole delay from that moment
-// to the answer: the sleep's oversleep, the call, and any stall of the
+// timed runs one store call of the kit's and notes how late its answer
+// came (see recorder.noteCall): a call that came back late may have been
+// run by the store late too, after a lock's ttl, and a check it failed
+// proves nothing. It counts from when the call was made or, after a sleep
+// of the case's timeline, from when the sleep should have ended, whichever
+// is earlier: a check's margin is spent by the whole delay from that moment
+// to the answer, the sleep's oversleep, the call, and any stall of the
 // case's thread between the two, which neither the sleep nor the call
 // would count (under a CPU hog, the case's thread can wait in the run
 // queue for hundreds of milliseconds while the meter's goroutine runs on
