@@ -68,6 +68,12 @@ type flawed struct {
 	releaseExpiresNow   bool                // Release sets the expiry to now and keeps the owner; live means expiry >= now
 	notHeldError        bool                // Renew and Release of a lock the owner does not hold fail with an error
 
+	// Not a flaw: expired locks are freed for acquirers by a scan that
+	// frees burstPerScan of them every burstScan, as etcd's leader revokes
+	// expired leases, so that the locks of a burst taken at one instant
+	// are freed late, the later the more of them there are.
+	burstScan time.Duration
+
 	// Flaws of the client.
 	clientTokens bool // tokens count in the client value that draws them, not in the server
 	ownerCache   bool // the client remembers the locks it took, and releases them without an owner check
@@ -76,17 +82,33 @@ type flawed struct {
 	mu      sync.Mutex
 	next    int64
 	entries map[string]*entry
-	checks  atomic.Int64 // checkThenWrite's calls, for slowCheck
+	checks  atomic.Int64      // checkThenWrite's calls, for slowCheck
+	burst   map[time.Time]int // with burstScan: how many locks were taken at each instant
 }
 
 type entry struct {
 	owner     string // "" once released
 	token     int64
 	expiresAt time.Time
+	late      time.Duration // with burstScan: how long after its expiry the scan frees it
+}
+
+// burstPerScan is how many expired locks a scan frees, with burstScan.
+const burstPerScan = 32
+
+// burstLateness returns how late the scan frees a lock taken at now: the
+// later the more locks were taken at the same instant before it.
+func (s *flawed) burstLateness(now time.Time) time.Duration {
+	if s.burstScan <= 0 {
+		return 0
+	}
+	n := s.burst[now]
+	s.burst[now] = n + 1
+	return time.Duration(n/burstPerScan) * s.burstScan
 }
 
 func newFlawed(clock core.Clock, configure func(*flawed)) *flawed {
-	s := &flawed{clock: clock, entries: map[string]*entry{}}
+	s := &flawed{clock: clock, entries: map[string]*entry{}, burst: map[time.Time]int{}}
 	configure(s)
 	return s
 }
@@ -297,6 +319,9 @@ func (s *flawed) blocks(k string, now time.Time) *entry {
 	if e := s.entries[k]; s.releaseKeepsExpiry && e != nil && now.Before(e.expiresAt) {
 		return e
 	}
+	if e := s.entries[k]; e != nil && e.owner != "" && now.Before(e.expiresAt.Add(e.late)) {
+		return e // expired, but not yet freed by the scan
+	}
 	return s.live(k, now)
 }
 
@@ -347,7 +372,7 @@ func (s *flawed) acquire(ctx context.Context, c *client, key, owner string, ttl 
 		s.next = max(s.next+1, e.token+1)
 		token = s.next
 	}
-	*e = entry{owner: owner, token: token, expiresAt: now.Add(s.ttl(ttl))}
+	*e = entry{owner: owner, token: token, expiresAt: now.Add(s.ttl(ttl)), late: s.burstLateness(now)}
 	if s.zeroToken {
 		return token - 1, true, nil
 	}
@@ -665,8 +690,10 @@ var brokenStores = []struct {
 	// class of fedify's Redis store, pull request 1034, and of go-zero's
 	// redislock, which adds a second of tolerance, pull request 1367): the
 	// lock outlives its ttl.
+	// race-takeover-expired-key races a key still held half a second
+	// late again, and passes: expiry-frees-key judges the lateness.
 	{"ttl rounded up to whole seconds", func(s *flawed) { s.ttlCeilSeconds = true },
-		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow", "race-takeover-expired-key"}, nil},
+		"expiry-frees-key", []string{"renew-shorter-ttl", "renew-then-expire", "renew-by-non-holder", "expired-lock-old-owner", "tokens-grow"}, nil},
 	// A ttl's milliseconds passed where a time.Duration is expected
 	// (rueidis's Px(2500) is 2.5µs): locks expire at once.
 	{"ttl's milliseconds taken for nanoseconds", func(s *flawed) { s.ttlDivisor = 1_000_000 },
@@ -799,9 +826,11 @@ func checkOutcomes(t *testing.T, got map[string]outcome, catcher string, also, u
 		case mustFail:
 			t.Logf("%s: %v", c.Name, o)
 			// A store that fails a call gets the fix of failed calls,
-			// whatever the case.
+			// whatever the case, and one that does not free an expired
+			// lock in a race case that needs it freed, that of late
+			// expiry.
 			for _, m := range o.messages {
-				if !strings.HasSuffix(m, "\nUsual fix: "+c.Fix) && !strings.HasSuffix(m, "\nUsual fix: "+fixStoreError) {
+				if !strings.HasSuffix(m, "\nUsual fix: "+c.Fix) && !strings.HasSuffix(m, "\nUsual fix: "+fixStoreError) && !strings.HasSuffix(m, "\nUsual fix: "+fixLateExpiry) {
 					t.Errorf("case %s: failure without the case's usual fix: %q", c.Name, m)
 				}
 			}
@@ -831,6 +860,37 @@ func TestFlawlessPasses(t *testing.T) {
 		if o.failed || o.skipped {
 			t.Errorf("memory store: case %s: %v", name, o)
 		}
+	}
+}
+
+// TestBurstExpiryPasses checks that a correct store that frees the locks
+// of a burst late, a few at a time as etcd's leader revokes leases, passes
+// the kit: race-takeover-expired-key, whose 280 locks are taken at one
+// instant, races a key again while it is still held, instead of failing
+// an atomic store for it. Its last locks are freed 8 scans of a tenth of
+// the ttl late, well past the sixth of a ttl by which a single lock must be
+// gone.
+func TestBurstExpiryPasses(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(1_700_000_000, 0))
+	var ttl time.Duration
+	if o, err := (Options{AdvanceTime: clock.Advance}).withDefaults(); err == nil {
+		ttl = o.TTL
+	}
+	s := newFlawed(clock, func(s *flawed) { s.burstScan = ttl / 10 })
+	var logs []string
+	for name, o := range runAll(t, s.newStore, clock, s.resetTokens) {
+		if c, _ := caseNamed(name); (c.Group == "lister" || c.Group == "batch" || c.Group == "notify") && o.skipped && !o.failed {
+			continue // the flawed store has no List, RenewBatch nor notifications
+		}
+		if o.failed || o.skipped {
+			t.Errorf("case %s: %v", name, o)
+		}
+		if name == "race-takeover-expired-key" {
+			logs = o.logs
+		}
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, "races found their key still held") }) {
+		t.Errorf("race-takeover-expired-key did not find a key still held in its round, so this test proves nothing; its logs: %q", logs)
 	}
 }
 

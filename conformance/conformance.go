@@ -184,6 +184,11 @@ type Case struct {
 	// steeredCases): Declare runs them once those have ended.
 	alone bool
 
+	// lateFrees marks a race case that judges itself how late the store
+	// frees expired locks: its history takes an Acquire refused after a
+	// lock's expiry as legal (see history.lateFrees).
+	lateFrees bool
+
 	run func(t testing.TB, e *env)
 }
 
@@ -399,7 +404,7 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		// Race cases are judged on their whole history too, once they
 		// have passed their own checks: the calls through every store of
 		// the case.
-		h = &history{now: e.clock}
+		h = &history{now: e.clock, lateFrees: c.lateFrees}
 		wrap = h.wrap
 		defer func() {
 			if !t.Failed() {

@@ -54,6 +54,8 @@ func storeWait(name string) string {
 		return "TTL/2 + TTL + TTL/6"
 	case "batch-mixed-leases":
 		return "2 × (TTL/2 + TTL/6)"
+	case "race-takeover-expired-key":
+		return "TTL + TTL/6, and up to 2 × TTL more for keys the store frees late"
 	}
 	return "TTL + TTL/6"
 }

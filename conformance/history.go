@@ -28,7 +28,11 @@ type history struct {
 	// late is how long after its ttl the store may still hold a lock of
 	// that ttl (core.ExpiryLateness of the store under test); nil for 0.
 	late func(ttl time.Duration) time.Duration
-	seq  atomic.Int64 // orders invocations and returns
+	// lateFrees: an Acquire refused after the lock on its key expired is
+	// legal however late, for a case that times the frees itself. Only
+	// refusals widen: a renewal, a release or a grant is judged as ever.
+	lateFrees bool
+	seq       atomic.Int64 // orders invocations and returns
 
 	mu  sync.Mutex
 	ops []porcupine.Operation
@@ -46,6 +50,9 @@ type call struct {
 	// late is how long after ttl the store may still hold the lock this
 	// call set (the store's declared expiry precision).
 	late time.Duration
+	// lateFree: the call is an Acquire that may be refused while an
+	// expired lock holds the key (see history.lateFrees).
+	lateFree bool
 }
 
 // lateness returns how late the store may free a lock of ttl.
@@ -71,7 +78,7 @@ type recording struct {
 }
 
 func (h *history) record(c call, do func() answer) answer {
-	c.from, c.late = h.now(), h.lateness(c.ttl)
+	c.from, c.late, c.lateFree = h.now(), h.lateness(c.ttl), h.lateFrees
 	start := h.seq.Add(1)
 	a := do()
 	end := h.seq.Add(1)
@@ -209,7 +216,9 @@ var lockModel = porcupine.Model{
 		switch c.op {
 		case "acquire":
 			if !a.ok {
-				return !no, s // refused: a live lock must (maybe) hold it
+				// Refused: a live lock must (maybe) hold it, or an
+				// expired one the store may still be freeing.
+				return !no || c.lateFree && s.owner != "", s
 			}
 			if yes || a.token <= s.token {
 				return false, s

@@ -94,6 +94,7 @@ const (
 	fixStoreError      = "make sure the store is reachable, answers within Options.Timeout, and, behind a connection pool, has at least Options.Callers connections; then run the case again. If the error says the lock is not held or not obtained, answer false instead: false is the store's decision, an error a call that reached none."
 	fixKitBug          = "none in the store: the kit itself went wrong; please report it to leasehold with this message."
 	fixTTLForPrecision = "raise Options.TTL until the lateness the store declares for it is at most half of it."
+	fixLateExpiry      = "free a lock once its ttl has passed on the store's clock, or declare how late the store may free it (core.ExpiryPrecisioner); a store that frees expired locks by a background scan must keep up with many locks expiring at once."
 	fixTooSlow         = "make the store answer well within Options.TTL/5 while Options.Callers/2 calls run at once (behind a pool, give it at least Options.Callers connections), or raise Options.TTL; on a busy machine, run the kit again on a quieter one."
 )
 

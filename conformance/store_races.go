@@ -25,6 +25,7 @@ func raceCases() []Case {
 			Fix:        "Take over an expired lock in the same single conditional write that takes a free key (the upsert's WHERE the lock has expired), so that one caller's write matches.",
 			Concurrent: true,
 			Waits:      true,
+			lateFrees:  true,
 			run:        raceTakeoverExpiredKey,
 		},
 		{
@@ -86,12 +87,24 @@ func (e *env) keys(n int) []string {
 	return out
 }
 
-// won is the outcome of a round of races: the winner of each key, and
-// whether they have released their locks (else the case's cleanup does).
+// won is the outcome of a round of races: the winner of each key ("" for
+// a key nobody won), and whether they have released their locks (else the
+// case's cleanup does).
 type won struct {
 	keys, owners []string
 	tokens       []int64
 	released     bool
+}
+
+// untaken returns the indices of the keys nobody won.
+func (w *won) untaken() []int {
+	var out []int
+	for k, o := range w.owners {
+		if o == "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // raceKeys releases the Options.Callers racers together against keys,
@@ -100,6 +113,17 @@ type won struct {
 // store: whichever racer the scheduler favours, the winners of successive
 // rounds call through different stores. what describes the keys.
 func (e *env) raceKeys(t testing.TB, keys []string, round int, what string) *won {
+	t.Helper()
+	w := e.raceRound(t, keys, round, what)
+	if k := w.untaken(); len(k) > 0 {
+		t.Fatalf("0 of %d concurrent Acquire calls on %s (%s) returned acquired; the contract requires exactly one: a key no live lock holds must be taken by one of the callers racing for it", (e.opts.Callers-k[0]+len(keys)-1)/len(keys), show(keys[k[0]]), what)
+	}
+	return w
+}
+
+// raceRound is raceKeys that lets a key go untaken: it requires at most
+// one winner per key.
+func (e *env) raceRound(t testing.TB, keys []string, round int, what string) *won {
 	t.Helper()
 	owners := e.racers("racer", e.opts.Callers, round)
 	res := make([]result, len(owners))
@@ -134,8 +158,11 @@ func (e *env) raceKeys(t testing.TB, keys []string, round int, what string) *won
 				ws = append(ws, i)
 			}
 		}
-		if len(ws) != 1 {
+		if len(ws) > 1 {
 			t.Fatalf("%d of %d concurrent Acquire calls on %s (%s) returned acquired; the contract requires exactly one: checking that no live lock holds the key and writing the new one must be a single atomic step", len(ws), (len(res)-k+len(keys)-1)/len(keys), show(key), what)
+		}
+		if len(ws) == 0 {
+			continue
 		}
 		if token := res[ws[0]].token; token <= 0 {
 			t.Fatalf("the winner of a race on %s got token %d; the contract requires a positive fencing token", show(key), token)
@@ -151,6 +178,10 @@ func (e *env) releaseWon(t testing.TB, w *won, what string) {
 	t.Helper()
 	res := make([]result, len(w.keys))
 	race(len(w.keys), func(k int) {
+		if w.owners[k] == "" {
+			res[k].ok = true // nobody won the key: nothing to release
+			return
+		}
 		ctx, cancel := e.ctx()
 		defer cancel()
 		defer res[k].timeFrom(time.Now())
@@ -185,6 +216,13 @@ func raceAcquireFreeKey(t testing.TB, e *env) {
 
 // raceTakeoverExpiredKey lets keyRaces locks expire, then races the
 // callers on them, a round of keys at a time.
+//
+// A key that nobody wins in its round was still held: the store had not
+// yet freed the lock, late, as a store that expires locks by a background
+// scan can be after freeing hundreds at once on a busy machine. That is
+// expiry-frees-key's matter, not this case's: the key is raced again in a
+// later round, until it has been held expiryRaceGrace past the time by
+// which it must be gone.
 func raceTakeoverExpiredKey(t testing.TB, e *env) {
 	ttl := e.opts.TTL
 	per := e.keysPerRound()
@@ -206,17 +244,54 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 		}
 	}
 	tl := e.startTimeline()
-	tl.until(e.gone(ttl))
-	for b, round := 0, 0; b < len(keys); b, round = b+per, round+1 {
-		w := e.raceKeys(t, keys[b:b+per], round, fmt.Sprintf("keys whose locks expired, round %d", round+1))
+	gone := e.gone(ttl)
+	tl.until(gone)
+	queue := make([]int, len(keys)) // indices into keys, in the order they are raced
+	for i := range queue {
+		queue[i] = i
+	}
+	var held, again int // keys found held in their round; the rounds run again
+	latest := gone      // the latest time a key was found held
+	for round := 0; len(queue) > 0; round++ {
+		batch := queue[:min(per, len(queue))]
+		queue = queue[len(batch):]
+		ks := make([]string, len(batch))
+		for k, i := range batch {
+			ks[k] = keys[i]
+		}
+		at := tl.elapsed()
+		w := e.raceRound(t, ks, round, fmt.Sprintf("keys whose locks expired, round %d", round+1))
 		for k, token := range w.tokens {
-			if token <= first[b+k].token {
-				t.Fatalf("the winner of the takeover of %s got token %d, not greater than the expired lock's %d; the contract requires tokens that grow across expiries", show(w.keys[k]), token, first[b+k].token)
+			if w.owners[k] != "" && token <= first[batch[k]].token {
+				t.Fatalf("the winner of the takeover of %s got token %d, not greater than the expired lock's %d; the contract requires tokens that grow across expiries", show(ks[k]), token, first[batch[k]].token)
+			}
+		}
+		untaken := w.untaken()
+		if len(untaken) > 0 {
+			if at > gone+expiryRaceGrace(ttl) {
+				failWith(t, fixLateExpiry, "none of the concurrent Acquire calls on %s took it %v after its lock was taken with a ttl of %v and never renewed, and %v after it must have been gone (the ttl, a sixth of it, and the %v the store declares it may be late by): expired means gone", show(ks[untaken[0]]), at.Round(time.Millisecond), ttl, (at - gone).Round(time.Millisecond), e.lateness(ttl))
+			}
+			for _, k := range untaken {
+				queue = append(queue, batch[k])
+			}
+			held += len(untaken)
+			latest = at
+			if len(untaken) == len(batch) {
+				again++
+				tl.until(at + max(ttl/20, time.Millisecond))
 			}
 		}
 		e.releaseWon(t, w, "it won the takeover")
 	}
+	if held > 0 {
+		t.Logf("conformance: %s: %d races found their key still held, the last %v after it must have been gone; those keys were raced again (%d rounds with no key free)", "race-takeover-expired-key", held, (latest - gone).Round(time.Millisecond), again)
+	}
 }
+
+// expiryRaceGrace is how long past the time by which it must be gone
+// race-takeover-expired-key races a key whose lock a store has not yet
+// freed, before it fails the case: twice the ttl.
+func expiryRaceGrace(ttl time.Duration) time.Duration { return 2 * ttl }
 
 // raceRounds races the callers, spread over a few keys, round after round:
 // each round's winners hold their keys, then release them, and the next
