@@ -63,10 +63,9 @@ func (s countingStream) SendMsg(m any) error { s.n.Add(1); return s.ClientStream
 // lock of the session at once). The Mutex locks on a session made once,
 // and, as leasehold grants a lease per lock, on a session per lock.
 //
-// Allocations count the whole process: against the embedded member the
-// server's own are in them. For the client's alone, run the member in a
-// process of its own (cmd/etcdmember) and point LEASEHOLD_TEST_ETCD at it;
-// docs/etcd.md has the commands.
+// Allocations count the test process alone: etcdserver.Endpoints runs the
+// member in a process of its own (cmd/etcdmember), unless
+// LEASEHOLD_TEST_ETCD names a server; docs/etcd.md has the commands.
 func BenchmarkVersusMutex(b *testing.B) {
 	eps := etcdserver.Endpoints(b)
 	var n atomic.Int64

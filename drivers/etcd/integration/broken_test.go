@@ -99,8 +99,8 @@ func firstLine(v conformance.Verdict) string {
 // expiryCases are the kit's cases that call a store directly and let a
 // lock expire: the ones a lease that is too short can fail. They wait in
 // real time, so they run together. The race cases are left out: their
-// hundreds of calls at once would slow the embedded member (in the test's
-// own process, under -race) by more than the lateness the cases allow.
+// hundreds of calls at once would slow the member, on a busy machine, by
+// more than the lateness the cases allow.
 // batch-mixed-leases is in: its leases of TTL/2 (2s, etcd's minimum, at
 // this ttl) must be gone TTL/2 + TTL/6 plus the declared lateness after
 // they were set.
@@ -117,7 +117,7 @@ func expiryCases() []conformance.Case {
 // TestKitFailsBrokenEtcdStores runs the kit's expiry cases against a copy
 // of the driver whose lease is too short, against the driver itself and
 // against a copy that frees a second later and declares it, on one
-// embedded member, all at once (about 2 × brokenTTL): the kit must fail
+// member, all at once (about 2 × brokenTTL): the kit must fail
 // the short copy, conclusively, in the cases named for it (and it may fail
 // others), and pass the driver and the late copy in every one of them. The
 // copies declare the driver's expiry precision, so what the kit catches is

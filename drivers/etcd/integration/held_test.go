@@ -20,9 +20,8 @@ import (
 // calls and streams opened: a batch's keep-alives are pipelined on one
 // stream) and the requests it sent (a keep-alive is one), the process's
 // CPU time and allocations, and the latency of the slowest renewal (see
-// testserver.Held). Against the embedded member the CPU time and
-// allocations include the server's: docs/etcd.md runs the member in a
-// process of its own.
+// testserver.Held). The CPU time and allocations are the test process's
+// alone: etcdserver.Endpoints runs the member in a process of its own.
 func BenchmarkHeld10k(b *testing.B) {
 	const leases = 10_000
 	eps := etcdserver.Endpoints(b)

@@ -1,12 +1,13 @@
-// Package etcdserver runs real etcd members for tests, in the test's own
-// process (go.etcd.io/etcd/server/v3/embed): one member for the
-// conformance kit, or a cluster of several on loopback for fault tests,
-// whose members can be stopped hard and started again. It is a module of
-// its own, so that etcd's server and its dependencies reach only the tests
-// that use it, not every user of internal/testserver.
+// Package etcdserver runs real etcd members for tests
+// (go.etcd.io/etcd/server/v3/embed): one member in a process of its own for
+// the conformance kit and the benchmarks ([StartProcess]), or a cluster of
+// several in the test's own process, on loopback, for fault tests, whose
+// members can be stopped hard, started again and cut off ([Start]). It is
+// a module of its own, so that etcd's server and its dependencies reach
+// only the tests that use it, not every user of internal/testserver.
 //
 // [Endpoints] follows the LEASEHOLD_TEST_* rule of internal/testserver: an
-// external server named by LEASEHOLD_TEST_ETCD, else an embedded member.
+// external server named by LEASEHOLD_TEST_ETCD, else a member process.
 package etcdserver
 
 import (
@@ -30,14 +31,14 @@ const EnvEtcd = "LEASEHOLD_TEST_ETCD"
 const startTimeout = 30 * time.Second
 
 // Endpoints returns the client endpoints of an etcd server for t: the
-// external one named by LEASEHOLD_TEST_ETCD, or a single embedded member
-// started for t and stopped with it.
+// external one named by LEASEHOLD_TEST_ETCD, or a single member started
+// for t in a process of its own (see [StartProcess]) and stopped with it.
 func Endpoints(t testing.TB) []string {
 	t.Helper()
 	if env := os.Getenv(EnvEtcd); env != "" {
 		return strings.Split(env, ",")
 	}
-	return Start(t, 1).Endpoints()
+	return StartProcess(t)
 }
 
 // Cluster is a set of embedded etcd members on loopback, started by

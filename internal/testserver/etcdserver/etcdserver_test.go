@@ -2,6 +2,8 @@ package etcdserver_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +55,29 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	solo := client(t, []string{c.Endpoint(old)})
 	if resp, err := solo.Get(ctx, "k"); err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("restarted member: Get = %v, %v", resp, err)
+	}
+}
+
+// TestStartProcess: a member in a process of its own serves writes, and
+// is gone once its test has ended.
+func TestStartProcess(t *testing.T) {
+	var eps []string
+	t.Run("serve", func(t *testing.T) {
+		eps = etcdserver.StartProcess(t)
+		cli := client(t, eps)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := cli.Put(ctx, "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cli.Get(ctx, "k")
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
+			t.Fatalf("Get after Put: %v, %v", resp, err)
+		}
+	})
+	host := strings.TrimPrefix(eps[0], "http://")
+	if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("the member process still serves %s after its test ended", host)
 	}
 }
