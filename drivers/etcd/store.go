@@ -169,56 +169,62 @@ func (s *Store) ExpiryPrecision(ttl time.Duration) time.Duration {
 // the revision of that transaction, the key's create revision. When the
 // key is taken, or the transaction's outcome is unknown, the lease is
 // revoked: a key attached to it goes with it, so nothing stays locked by an
-// acquisition that answered no or failed.
+// acquisition that answered no or failed. A call held up for longer than
+// its lease (a paused process, a stalled connection, a slow leader), whose
+// lease expired before or after its transaction, took nothing that lasts:
+// it tries again on a new lease.
 func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
 	ctx, err := s.usable(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	var (
-		sent  time.Time
-		grant *clientv3.LeaseGrantResponse
-		resp  *clientv3.TxnResponse
-	)
 	for {
-		sent = time.Now()
-		grant, err = s.cli.Grant(ctx, leaseSeconds(ttl))
+		sent := time.Now()
+		grant, err := s.cli.Grant(ctx, leaseSeconds(ttl))
 		if err != nil {
 			return 0, false, fmt.Errorf("etcdstore: acquire %q: grant lease: %w", key, err)
 		}
-		resp, err = s.attach(ctx, key, owner, grant.ID)
+		lease := grant.ID
+		resp, err := s.attach(ctx, key, owner, lease)
 		// A lease that expired before the transaction ran (the call was
 		// held up for longer than the lease) makes etcd refuse the whole
 		// transaction: nothing was taken, so take it on a new lease.
-		if !errors.Is(err, rpctypes.ErrLeaseNotFound) || ctx.Err() != nil {
-			break
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && ctx.Err() == nil {
+			continue
 		}
-	}
-	lease := grant.ID
-	if err != nil {
-		s.revoke(lease)
-		return 0, false, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
-	}
-	token := resp.Header.Revision
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease {
-			s.revoke(lease)
-			return 0, false, nil
-		}
-		token = kvs[0].CreateRevision // an earlier try of this call took it
-	}
-	if ok, err := s.stillLasts(ctx, lease, sent, grant.TTL, ttl); err != nil || !ok {
 		if err != nil {
 			s.revoke(lease)
 			return 0, false, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 		}
-		return 0, false, nil // the lease, and the key with it, is gone
+		token := resp.Header.Revision
+		if !resp.Succeeded {
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			if len(kvs) == 0 || clientv3.LeaseID(kvs[0].Lease) != lease {
+				s.revoke(lease)
+				return 0, false, nil
+			}
+			token = kvs[0].CreateRevision // an earlier try of this call took it
+		}
+		ok, err := s.stillLasts(ctx, lease, sent, grant.TTL, ttl)
+		if err != nil {
+			s.revoke(lease)
+			return 0, false, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+		}
+		if !ok {
+			// The lease expired after the transaction, the key with
+			// it: the call took longer than the lease. Nothing is held,
+			// and the key may be free: "not acquired" would say someone
+			// else holds it, so take it again on a new lease.
+			if ctx.Err() != nil {
+				return 0, false, fmt.Errorf("etcdstore: acquire %q: its lease expired before it could answer: %w", key, context.Cause(ctx))
+			}
+			continue
+		}
+		s.mu.Lock()
+		s.held[lockID{key, owner}] = heldLease{lease, grant.TTL}
+		s.mu.Unlock()
+		return token, true, nil
 	}
-	s.mu.Lock()
-	s.held[lockID{key, owner}] = heldLease{lease, grant.TTL}
-	s.mu.Unlock()
-	return token, true, nil
 }
 
 // attach puts owner's key on lease if the key does not exist, in one

@@ -112,3 +112,57 @@ func TestAcquireAfterItsLeaseExpired(t *testing.T) {
 		t.Fatalf("the key's lease: %v, %v; want one of the ttl asked for", ttl, err)
 	}
 }
+
+// TestAcquireWhoseLeaseExpiredAfterItsTransaction holds up the reply of an
+// Acquire's transaction, which took the key, until past the lease's slack,
+// and revokes the lease meanwhile (as etcd's expiry would, on a leader so
+// slow that the grant and the transaction took longer than the lease): the
+// key went with the lease, so nothing is held and the key is free. Acquire
+// must take it on a new lease; it answered "not acquired", which says
+// someone else holds the key, and failed the kit's race-takeover-expired-
+// key on a free key under a busy loop per core.
+func TestAcquireWhoseLeaseExpiredAfterItsTransaction(t *testing.T) {
+	endpoints := etcdserver.Endpoints(t)
+	admin := newClient(t, endpoints)
+	var held atomic.Int64               // Txns held up
+	const ttl = 2900 * time.Millisecond // a lease of 3s: 100ms of slack
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok && err == nil && len(txn.Success) > 0 && held.Add(1) == 1 {
+				if put := txn.Success[0].GetRequestPut(); put != nil && put.Lease != 0 {
+					if _, err := admin.Revoke(ctx, clientv3.LeaseID(put.Lease)); err != nil {
+						return err
+					}
+				}
+				time.Sleep(200 * time.Millisecond) // the reply, held up past the lease's slack
+			}
+			return err
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	prefix := "lease-expired-after-" + rand.Text()[:8] + "/"
+	s := etcdstore.NewWithOptions(cli, etcdstore.Options{Prefix: prefix})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	token, ok, err := s.Acquire(ctx, "k", "o", ttl)
+	if err != nil || !ok {
+		t.Fatalf("Acquire whose lease expired after its transaction = %v, %v; want acquired on a new lease", ok, err)
+	}
+	if held.Load() < 2 {
+		t.Fatalf("the interceptor saw %d transactions; the test did not hold one up", held.Load())
+	}
+	resp, err := admin.Get(ctx, prefix+"k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "o" || resp.Kvs[0].CreateRevision != token {
+		t.Fatalf("after Acquire: key %v, %v; want it held by o with token %d", resp, err, token)
+	}
+	lease, err := admin.TimeToLive(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if err != nil || lease.TTL < 2 {
+		t.Fatalf("the key's lease: %v, %v; want one of the ttl asked for", lease, err)
+	}
+}
