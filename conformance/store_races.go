@@ -284,7 +284,7 @@ func raceTakeoverExpiredKey(t testing.TB, e *env) {
 		e.releaseWon(t, w, "it won the takeover")
 	}
 	if held > 0 {
-		t.Logf("conformance: %s: %d races found their key still held, the last %v after it must have been gone; those keys were raced again (%d rounds with no key free)", "race-takeover-expired-key", held, (latest - gone).Round(time.Millisecond), again)
+		t.Logf("conformance: race-takeover-expired-key: %d races found their key still held, the last %v after it must have been gone; those keys were raced again (%d rounds with no key free)", held, (latest - gone).Round(time.Millisecond), again)
 	}
 }
 

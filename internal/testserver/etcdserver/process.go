@@ -85,7 +85,8 @@ func StartProcess(t testing.TB) []string {
 
 // goCommand returns the go command of the toolchain that runs the tests:
 // $GOROOT/bin/go (go test sets GOROOT for the test binary), else "go" from
-// PATH.
+// PATH. It is internal/gocmd's Path, which this module cannot import
+// without requiring the root module and all it depends on.
 func goCommand() string {
 	if root := os.Getenv("GOROOT"); root != "" {
 		p := filepath.Join(root, "bin", "go")
