@@ -54,7 +54,11 @@ func batchPartialAnswer(t testing.TB, e *env) {
 	dead := n - 1
 	restore := e.opts.FailGroup(leases[dead].Key)
 	ctx, cancel := e.ctx()
-	renewed, err := b.RenewBatch(ctx, leases)
+	var (
+		renewed []bool
+		err     error
+	)
+	e.timed(t, func() { renewed, err = b.RenewBatch(ctx, leases) })
 	cancel()
 	restore()
 
