@@ -306,3 +306,48 @@ func (s tooSmallBatches) RenewBatch(ctx context.Context, leases []core.Lease) ([
 	}
 	return s.MemoryStore.RenewBatch(ctx, leases)
 }
+
+// stalledAfterStop is a correct store whose Acquire, when the kit stopped
+// it at its look at its context, takes until its deadline once let go, the
+// first stalls times: a call that the kit held while the lock expired and a
+// takeover ran, then resumed on a machine too loaded to finish it in time.
+type stalledAfterStop struct {
+	*core.MemoryStore
+	stalls *atomic.Int64
+}
+
+func (s stalledAfterStop) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	_ = ctx.Err() // the look before the call's round trip
+	if sc, ok := ctx.(*steered); ok && sc.stopped > 0 && s.stalls.Add(-1) >= 0 {
+		<-ctx.Done()
+		return 0, false, ctx.Err()
+	}
+	return s.MemoryStore.Acquire(ctx, key, owner, ttl)
+}
+
+// TestJudgeTimesSteeredCalls: a steered call that failed after running
+// long, not counting the time the kit held it, is a loaded machine's
+// failure as much as the store's. Under a busy loop per core,
+// steer-acquire-takeover failed correct MySQL stores (database/sql and bun)
+// with the fix for a store error, an Acquire let go after its stop having
+// run out of its deadline; it now runs again and passes, or, if the stall
+// recurs, is inconclusive.
+func TestJudgeTimesSteeredCalls(t *testing.T) {
+	c, ok := caseNamed("steer-acquire-takeover")
+	if !ok {
+		t.Fatal("no case steer-acquire-takeover")
+	}
+	for _, stalls := range []int64{0, 1, 1 << 30} {
+		var left atomic.Int64
+		left.Store(stalls)
+		store := stalledAfterStop{core.NewMemoryStore(), &left}
+		o := judge(t, c, func(testing.TB) core.LockStore { return store }, Options{TTL: 600 * time.Millisecond, Timeout: 300 * time.Millisecond})
+		msg := strings.Join(o.messages, "\n")
+		switch {
+		case stalls <= 1 && o.failed:
+			t.Errorf("%d stopped Acquire calls out of time once let go: verdict %v; want a pass", stalls, o)
+		case stalls > 1 && (!o.failed || !strings.HasPrefix(msg, "inconclusive: ") || strings.Contains(msg, "Usual fix")):
+			t.Errorf("every stopped Acquire out of time once let go: verdict %v; want an inconclusive failure, without a fix", o)
+		}
+	}
+}

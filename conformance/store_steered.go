@@ -63,7 +63,8 @@ func steeredCases() []Case {
 // and returns once each call has either stopped there or returned, or has
 // done neither for patience since the last call that did, and for ttl since
 // they started: paused[i] says which calls stopped, blocked[i] which did
-// neither. wait lets every call go on and waits for them to return.
+// neither. wait lets every call go on and waits for them to return; then
+// res[i].took is how long call i ran, without the time it stood stopped.
 //
 // A call may wait, before its pause-th look, for a lock that another stopped
 // call holds: database/sql looks at the context while it holds the pool's
@@ -81,7 +82,10 @@ func (e *env) steerCalls(pauses []int, timeout, patience, ttl time.Duration, cal
 		ctxs[i], done[i] = newSteered(timeout, pauses[i]), make(chan struct{})
 		go func() {
 			defer close(done[i])
+			start := time.Now()
 			res[i] = call(i, ctxs[i])
+			// The time the call ran, not the time the kit held it.
+			res[i].took = time.Since(start) - ctxs[i].stopped
 		}()
 		go func() {
 			select {
@@ -224,11 +228,13 @@ func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) (looks int,
 		ctx := newSteered(e.opts.Timeout, 0)
 		start := time.Now()
 		r := e.do(ctx, op, key, owner, ttl)
-		if took := time.Since(start); i == 0 || took < quickest {
+		took := time.Since(start)
+		if i == 0 || took < quickest {
 			quickest = took
 		}
 		ctx.release()
 		if r.err != nil {
+			noteCall(t, took)
 			callFailed(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err)
 		}
 		if op == "acquire" && r.ok {
@@ -401,7 +407,9 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		}
 		for {
 			ctx, cancel := e.ctx()
+			start := time.Now()
 			taken[i].token, taken[i].ok, taken[i].err = e.storeOf(news[i]).Acquire(ctx, keys[i], news[i], holdTTL)
+			taken[i].timeFrom(start)
 			cancel()
 			if taken[i].ok || taken[i].err != nil || op != "acquire" || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
 				return
@@ -415,10 +423,14 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			continue
 		}
 		stopped++
+		// A call that failed after a long run (out of its deadline, say,
+		// on a loaded machine) is the judge's to weigh.
 		if old[i].err != nil {
+			noteCall(t, old[i].took)
 			callFailed(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pauses[i]), old[i].err)
 		}
 		if taken[i].err != nil {
+			noteCall(t, taken[i].took)
 			callFailed(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err)
 		}
 		if !taken[i].ok {
@@ -433,9 +445,11 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			proof(t, "%s, and it returned acquired with token %d, not less than the new owner's %d. The Acquire that was stopped came first, so its token must be the smaller: this store draws the token in a round trip of its own, apart from taking the lock", where, old[i].token, taken[i].token)
 		}
 		ctx, cancel := e.ctx()
+		start := time.Now()
 		ok, err := e.storeOf(news[i]).Renew(ctx, keys[i], news[i], holdTTL)
 		cancel()
 		if err != nil {
+			noteCall(t, time.Since(start))
 			callFailed(t, fmt.Sprintf("Renew(%s, %q) by the new holder", show(keys[i]), news[i]), err)
 		}
 		if !ok {
