@@ -48,7 +48,11 @@ func (e *env) list(t testing.TB, l core.Lister, prefix string) []core.LockInfo {
 	t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	got, err := l.List(ctx, prefix)
+	var (
+		got []core.LockInfo
+		err error
+	)
+	e.timed(t, func() { got, err = l.List(ctx, prefix) })
 	if err != nil {
 		callFailed(t, fmt.Sprintf("List(%s)", show(prefix)), err)
 	}

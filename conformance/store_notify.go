@@ -86,7 +86,13 @@ func tryAcquireLeft(t testing.TB, e *env) {
 		t.Helper()
 		ctx, cancel := e.ctx()
 		defer cancel()
-		token, ok, left, err := ta.TryAcquire(ctx, key, owner, holdTTL)
+		var (
+			token int64
+			ok    bool
+			left  time.Duration
+			err   error
+		)
+		e.timed(t, func() { token, ok, left, err = ta.TryAcquire(ctx, key, owner, holdTTL) })
 		if err != nil {
 			callFailed(t, fmt.Sprintf("TryAcquire(%s, %q, %v)", show(key), owner, holdTTL), err)
 		}
