@@ -317,8 +317,12 @@ type stalledAfterStop struct {
 }
 
 func (s stalledAfterStop) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
+	// A watcher goroutine that looks at the context, as pgx's and
+	// database/sql's do: the kit may stop it rather than the call.
+	stop := context.AfterFunc(ctx, func() {})
+	defer stop()
 	_ = ctx.Err() // the look before the call's round trip
-	if sc, ok := ctx.(*steered); ok && sc.stopped > 0 && s.stalls.Add(-1) >= 0 {
+	if sc, ok := ctx.(*steered); ok && sc.stopped.Load() > 0 && s.stalls.Add(-1) >= 0 {
 		<-ctx.Done()
 		return 0, false, ctx.Err()
 	}

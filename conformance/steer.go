@@ -28,9 +28,9 @@ type steered struct {
 	paused   chan struct{} // closed when the call stops at its pause-th look
 	pausedAt time.Time     // when it stopped; read only once paused is closed
 	resume   chan struct{} // closed to let it go on
-	// stopped is how long it stood still; written and read by the call's
-	// goroutine.
-	stopped time.Duration
+	// stopped is how long it stood still, once let go (the look may be
+	// a watcher goroutine's, not the call's own).
+	stopped atomic.Int64
 
 	deadline time.Time
 	done     chan struct{}
@@ -60,7 +60,7 @@ func (s *steered) look() {
 		s.pausedAt = time.Now()
 		close(s.paused)
 		<-s.resume
-		s.stopped = time.Since(s.pausedAt)
+		s.stopped.Store(int64(time.Since(s.pausedAt)))
 	}
 }
 

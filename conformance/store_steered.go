@@ -85,7 +85,7 @@ func (e *env) steerCalls(pauses []int, timeout, patience, ttl time.Duration, cal
 			start := time.Now()
 			res[i] = call(i, ctxs[i])
 			// The time the call ran, not the time the kit held it.
-			res[i].took = time.Since(start) - ctxs[i].stopped
+			res[i].took = time.Since(start) - time.Duration(ctxs[i].stopped.Load())
 		}()
 		go func() {
 			select {
