@@ -160,6 +160,15 @@ func (e *env) timed(t testing.TB, call func()) {
 	noteCall(t, time.Since(start))
 }
 
+// callFailedAfter is callFailed for a call the kit timed itself, which
+// took took: the judge weighs a call that failed after a long run (out of
+// its deadline on a loaded machine, say) as it weighs a slow answer.
+func callFailedAfter(t testing.TB, call string, err error, took time.Duration) {
+	t.Helper()
+	noteCall(t, took)
+	callFailed(t, call, err)
+}
+
 func callFailed(t testing.TB, call string, err error) {
 	t.Helper()
 	failWith(t, fixStoreError, "%s returned an error: %v; the kit expects a working store to answer this call (only a failed call, such as a cancelled context or a lost connection, may return an error)", call, err)

@@ -268,8 +268,7 @@ func raceBatchTakeover(t testing.TB, e *env) {
 		})
 		for j, err := range errs {
 			if err != nil {
-				noteCall(t, took[j])
-				callFailed(t, fmt.Sprintf("RenewBatch of %d leases around their expiry, concurrent with takeovers", len(batchLeases[j])), err)
+				callFailedAfter(t, fmt.Sprintf("RenewBatch of %d leases around their expiry, concurrent with takeovers", len(batchLeases[j])), err, took[j])
 			}
 			if len(answers[j]) != len(batchLeases[j]) {
 				t.Fatalf("RenewBatch of %d leases returned %d answers; the contract requires one per lease, in input order", len(batchLeases[j]), len(answers[j]))

@@ -234,8 +234,7 @@ func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) (looks int,
 		}
 		ctx.release()
 		if r.err != nil {
-			noteCall(t, took)
-			callFailed(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err)
+			callFailedAfter(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err, took)
 		}
 		if op == "acquire" && r.ok {
 			e.cleanupRelease(t, key, owner)
@@ -423,15 +422,11 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			continue
 		}
 		stopped++
-		// A call that failed after a long run (out of its deadline, say,
-		// on a loaded machine) is the judge's to weigh.
 		if old[i].err != nil {
-			noteCall(t, old[i].took)
-			callFailed(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pauses[i]), old[i].err)
+			callFailedAfter(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pauses[i]), old[i].err, old[i].took)
 		}
 		if taken[i].err != nil {
-			noteCall(t, taken[i].took)
-			callFailed(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err)
+			callFailedAfter(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err, taken[i].took)
 		}
 		if !taken[i].ok {
 			continue // the old call took effect before the stop: nothing to judge
@@ -449,8 +444,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 		ok, err := e.storeOf(news[i]).Renew(ctx, keys[i], news[i], holdTTL)
 		cancel()
 		if err != nil {
-			noteCall(t, time.Since(start))
-			callFailed(t, fmt.Sprintf("Renew(%s, %q) by the new holder", show(keys[i]), news[i]), err)
+			callFailedAfter(t, fmt.Sprintf("Renew(%s, %q) by the new holder", show(keys[i]), news[i]), err, time.Since(start))
 		}
 		if !ok {
 			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
