@@ -70,6 +70,14 @@ type node struct {
 	acquired []acquisition
 	lost     []error
 	events   []core.Event
+	calls    []nodeCall // the instance's store calls, in real time
+}
+
+// nodeCall is one store call of an instance, for failure messages: when it
+// started and how long it took, in real time since the cluster started.
+type nodeCall struct {
+	op         core.OpType
+	start, end time.Duration
 }
 
 // acquisition is one call of an election's OnAcquired.
@@ -117,7 +125,7 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 		}
 		var timer core.Observer
 		if !c.virtual {
-			timer = callTimer{t}
+			timer = callTimer{t, nd}
 		}
 		l, err := core.New(store,
 			core.WithClock(nd.clock),
@@ -135,7 +143,15 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 	}
 	t.Cleanup(c.closeAll)
 	if !c.virtual {
+		// Opening the instances' stores takes real time (a client's
+		// handshake, a dialect's version query: seconds under load). The
+		// clocks catch up with it before anything is scheduled on them:
+		// a campaign sent while its clock still read the start would date
+		// its lease seconds back, and lose it as soon as the clock moved.
+		now := time.Now()
 		for _, nd := range c.nodes {
+			nd.clock.Advance(now.Sub(nd.synced))
+			nd.synced = now
 			c.pumps.Go(nd.pump)
 		}
 	}
@@ -147,13 +163,23 @@ func newCluster(t testing.TB, e *env, n int) *cluster {
 // longer than the case allows loses or skips for the machine's sake, not
 // the store's. (With AdvanceTime, clocks wait for the calls, so their
 // duration decides nothing.)
-type callTimer struct{ t testing.TB }
+type callTimer struct {
+	t  testing.TB
+	nd *node
+}
 
 func (ct callTimer) Start(ctx context.Context, op core.Op) (context.Context, func(bool, error)) {
 	switch op.Type {
 	case core.OpAcquire, core.OpRenew, core.OpRelease:
 		start := time.Now()
-		return ctx, func(bool, error) { noteCall(ct.t, time.Since(start)) }
+		return ctx, func(bool, error) {
+			end := time.Now()
+			noteCall(ct.t, end.Sub(start))
+			ct.nd.rec.Lock()
+			defer ct.nd.rec.Unlock()
+			c := ct.nd.c
+			ct.nd.calls = append(ct.nd.calls, nodeCall{op.Type, start.Sub(c.start), end.Sub(c.start)})
+		}
 	}
 	return ctx, func(bool, error) {}
 }
@@ -587,5 +613,27 @@ func (c *cluster) describeElection() string {
 		leader := nd.election != nil && nd.election.Leader()
 		parts = append(parts, fmt.Sprintf("%s: Leader() %v, OnAcquired with tokens %v, OnLost %v", nd.name, leader, tokens, lost))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + "; " + c.timeline()
+}
+
+// timeline lists what each instance saw and sent, on the cluster's time:
+// its events by its own clock, its store calls in real time (from their
+// start to their answer), and how far its clock had come. It tells a
+// renewal that was not sent from one that came back late.
+func (c *cluster) timeline() string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+	var parts []string
+	for _, nd := range c.nodes {
+		nd.rec.Lock()
+		var seen []string
+		for _, ev := range nd.events {
+			seen = append(seen, fmt.Sprintf("%s at %s", ev.Type, ms(c.clockAt(ev.Time))))
+		}
+		for _, cl := range nd.calls {
+			seen = append(seen, fmt.Sprintf("%s %s-%s", cl.op, ms(cl.start), ms(cl.end)))
+		}
+		nd.rec.Unlock()
+		parts = append(parts, fmt.Sprintf("%s (clock at %s): %s", nd.name, ms(c.clockAt(nd.clock.Now())), strings.Join(seen, ", ")))
+	}
+	return fmt.Sprintf("timeline at %s of real time: %s", ms(c.now()), strings.Join(parts, "; "))
 }
