@@ -74,7 +74,7 @@ type node struct {
 }
 
 // nodeCall is one store call of an instance, for failure messages: when it
-// started and how long it took, in real time since the cluster started.
+// started and when it was answered, in real time since the cluster started.
 type nodeCall struct {
 	op         core.OpType
 	start, end time.Duration
