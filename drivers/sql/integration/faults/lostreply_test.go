@@ -86,7 +86,7 @@ func TestLostReply(t *testing.T) {
 			if f.taken && taken != trials {
 				t.Errorf("%s: the server took the key in %d of %d trials; the scenario did not lose the reply of a granted acquire", f.name, taken, trials)
 			}
-			faults.Figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error (%d freed by the background releases because Acquire's own release got no answer in time)", b.name, f.name, trials, taken, late)
+			faults.Figure(t, "%s lost reply (%s): %d trials, the server took the key in %d, every key free when Acquire returned its error but in %d, whose own release got no answer in time, freed by the background releases", b.name, f.name, trials, taken, late)
 		}
 	})
 }
