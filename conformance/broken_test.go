@@ -54,6 +54,7 @@ type flawed struct {
 	renewThenWrite      bool                // Renew checks the owner, pauses, then extends whatever holds the key (GET then PEXPIRE)
 	releaseThenWrite    bool                // Release checks the owner, pauses, then frees whatever holds the key (GET then DEL)
 	slowCheck           time.Duration       // with renewThenWrite or releaseThenWrite: after its first few calls, the check waits this long first (a server that slows down)
+	slowTakeover        time.Duration       // an Acquire of a key whose lock has expired waits this long first (a loaded server)
 	ownerPrefix         bool                // Renew and Release accept a caller whose owner is a prefix of the holder's
 	ownerFold           bool                // owners compared ignoring case and trailing spaces (a _ci, PAD SPACE collation)
 	falseOnCancel       bool                // a cancelled context gets false, nil
@@ -330,6 +331,15 @@ func (s *flawed) acquire(ctx context.Context, c *client, key, owner string, ttl 
 		return 0, false, err
 	}
 	key, owner = s.key(key), s.owner(owner)
+	if s.slowTakeover > 0 {
+		s.mu.Lock()
+		e := s.entries[key]
+		expired := e != nil && e.owner != "" && !s.now().Before(e.expiresAt)
+		s.mu.Unlock()
+		if expired {
+			time.Sleep(s.slowTakeover)
+		}
+	}
 	if !s.lock() {
 		return 0, false, nil
 	}
@@ -969,6 +979,28 @@ func TestSteerWaitsForSlowChecks(t *testing.T) {
 	o := runRecorded(t, c, store.newStore, Options{})
 	if !o.failed || !o.definite {
 		t.Fatalf("steer-renew-takeover did not prove the store broken when its checks slowed down to %v (%v)", store.slowCheck, o)
+	}
+}
+
+// TestSteerWaitsForSlowTakeovers holds a Renew that checks the owner in
+// one round trip and extends in another, on a server whose takeovers of
+// expired locks take longer than the sweep's first patience (a loaded
+// machine): the stopped Renews then went on before the takeovers were
+// over, extended the expired locks, and the takeovers were refused, so no
+// round proved anything. The sweep must run those pauses again with more
+// patience, and so still catch the store.
+func TestSteerWaitsForSlowTakeovers(t *testing.T) {
+	c, ok := caseNamed("steer-renew-takeover")
+	if !ok {
+		t.Fatal("no case is named steer-renew-takeover")
+	}
+	store := newFlawed(core.SystemClock(), func(s *flawed) {
+		s.renewThenWrite = true
+		s.slowTakeover = 60 * time.Millisecond
+	})
+	o := runRecorded(t, c, store.newStore, Options{})
+	if !o.failed || !o.definite {
+		t.Fatalf("steer-renew-takeover did not prove the store broken when its takeovers took %v (%v)", store.slowTakeover, o)
 	}
 }
 

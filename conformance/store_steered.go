@@ -375,28 +375,52 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 	// takeover tries again until 2 × ttl.
 	taken := make([]result, n)
 	tl.until(e.gone(ttl))
+	// Each stopped call goes on once the takeover of its key has returned,
+	// so that what it answers is judged against a takeover that is over.
 	// A takeover may wait for a row, a pool's mutex or its one connection
-	// that a stopped call holds: once every takeover that could return has
-	// (none returned for a quarter of a ttl), the stopped calls go on, and
-	// the blocked takeovers with them.
+	// that another stopped call holds: once no takeover call has returned
+	// for a quarter of a ttl, every call still stopped goes on, and the
+	// blocked takeovers with them. A takeover that returns after that was
+	// blocked, or only slow (a loaded machine): its key proves nothing, so
+	// its pause runs again at a longer ttl, and a longer patience, until
+	// the ttl is steerTTL's.
+	patience := ttl / 4
+	var mu sync.Mutex
+	gaveUp := false                    // the stopped calls all went on: guarded by mu
+	late := make([]bool, n)            // the takeover returned after that
+	progress := make(chan struct{}, 1) // a takeover call returned
+	notify := func() {
+		select {
+		case progress <- struct{}{}:
+		default: // the watchdog has the news already
+		}
+	}
 	var took sync.WaitGroup
 	took.Add(n)
 	go func() {
 		all := make(chan struct{})
 		go func() { took.Wait(); close(all) }()
+		quiet := time.NewTimer(patience)
+		defer quiet.Stop()
 		for {
 			select {
 			case <-all:
 				return
-			case <-time.After(ttl / 4):
+			case <-progress:
+				quiet.Reset(patience)
+			case <-quiet.C:
+				if e.opts.AdvanceTime != nil {
+					quiet.Reset(patience) // the store's clock stands still: no row waits
+					continue
+				}
+				mu.Lock()
+				gaveUp = true
+				mu.Unlock()
+				for _, c := range ctxs {
+					c.goOn()
+				}
+				return
 			}
-			if e.opts.AdvanceTime != nil {
-				continue // the store's clock stands still: no row waits
-			}
-			for _, c := range ctxs {
-				c.goOn()
-			}
-			return
 		}
 	}()
 	race(n, func(i int) {
@@ -411,11 +435,24 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			taken[i].timeFrom(start)
 			cancel()
 			if taken[i].ok || taken[i].err != nil || op != "acquire" || e.opts.AdvanceTime != nil || tl.elapsed() > 2*ttl {
+				mu.Lock()
+				late[i] = gaveUp
+				mu.Unlock()
+				ctxs[i].goOn()
+				notify()
 				return
 			}
+			notify()
 			time.Sleep(ttl / 10)
 		}
 	})
+	if ttl < e.steerTTL() {
+		for i := range n {
+			if late[i] {
+				covered[i], tooLate = false, max(tooLate, tl.elapsed())
+			}
+		}
+	}
 	wait()
 	for i := range n {
 		if !paused[i] {
