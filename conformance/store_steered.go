@@ -300,7 +300,15 @@ func steerTakeover(op string) func(t testing.TB, e *env) {
 		}
 		stopped, rounds, longest := 0, 0, time.Duration(0)
 		e.steerRounds(t, looks, e.steerStart(quickest), func(pauses []int, ttl time.Duration) ([]bool, time.Duration) {
-			n, covered, tooLate := e.steerTakeoverAt(t, op, pauses, ttl)
+			n, covered, tooLate, late := e.steerTakeoverAt(t, op, pauses, ttl, ttl/4)
+			if again := latePauses(pauses, late); again != nil {
+				// The takeovers of these calls came back after the kit
+				// let the calls go on: blocked behind a stopped call, or
+				// slow on a loaded machine. Once more, with patience.
+				m, _, _, _ := e.steerTakeoverAt(t, op, again, ttl, steerPatience*ttl)
+				n += m
+				rounds++
+			}
 			stopped, rounds, longest = stopped+n, rounds+1, max(longest, ttl)
 			return covered, tooLate
 		})
@@ -313,8 +321,10 @@ func steerTakeover(op string) func(t testing.TB, e *env) {
 // covered their pause (see steerRounds), and, if a stopped Renew or Release
 // stopped after its lock may have expired (it may then have read no lock
 // at all, and its round trips' window went untested), how long after the
-// round's first Acquire was sent the latest of them stopped.
-func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Duration) (stopped int, covered []bool, tooLate time.Duration) {
+// round's first Acquire was sent the latest of them stopped; and which
+// calls' takeovers returned only after the kit, having waited patience for
+// a takeover to return, let every stopped call go on.
+func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl, patience time.Duration) (stopped int, covered []bool, tooLate time.Duration, late []bool) {
 	t.Helper()
 	n := len(pauses)
 	// The new owners call through the other half of the racing callers'
@@ -358,7 +368,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 	}
 	if !slices.Contains(paused, true) {
 		wait()
-		return 0, covered, tooLate // the calls made fewer looks than their pauses
+		return 0, covered, tooLate, nil // the calls made fewer looks than their pauses
 	}
 	if op == "acquire" {
 		// The lock the stopped Acquire may have written is younger
@@ -379,15 +389,11 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 	// so that what it answers is judged against a takeover that is over.
 	// A takeover may wait for a row, a pool's mutex or its one connection
 	// that another stopped call holds: once no takeover call has returned
-	// for a quarter of a ttl, every call still stopped goes on, and the
-	// blocked takeovers with them. A takeover that returns after that was
-	// blocked, or only slow (a loaded machine): its key proves nothing, so
-	// its pause runs again at a longer ttl, and a longer patience, until
-	// the ttl is steerTTL's.
-	patience := ttl / 4
+	// for patience, every call still stopped goes on, and the blocked
+	// takeovers with them; late says which returned after that.
 	var mu sync.Mutex
-	gaveUp := false                    // the stopped calls all went on: guarded by mu
-	late := make([]bool, n)            // the takeover returned after that
+	gaveUp := false // the stopped calls all went on: guarded by mu
+	late = make([]bool, n)
 	progress := make(chan struct{}, 1) // a takeover call returned
 	notify := func() {
 		select {
@@ -446,13 +452,6 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			time.Sleep(ttl / 10)
 		}
 	})
-	if ttl < e.steerTTL() {
-		for i := range n {
-			if late[i] {
-				covered[i], tooLate = false, max(tooLate, tl.elapsed())
-			}
-		}
-	}
 	wait()
 	for i := range n {
 		if !paused[i] {
@@ -487,7 +486,32 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl time.Du
 			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
 		}
 	}
-	return stopped, covered, tooLate
+	return stopped, covered, tooLate, late
+}
+
+// steerPatience is how many ttls a round run again for late takeovers
+// waits for a takeover call to return before it lets the stopped calls go
+// on (a first round waits a quarter of a ttl).
+const steerPatience = 2
+
+// latePauses returns, for a round run again, the pauses of the calls whose
+// takeovers were late, repeated to fill as many calls as pauses has; nil
+// if there were none.
+func latePauses(pauses []int, late []bool) []int {
+	var again []int
+	for i, l := range late {
+		if l {
+			again = append(again, pauses[i])
+		}
+	}
+	if again == nil {
+		return nil
+	}
+	out := make([]int, len(pauses))
+	for i := range out {
+		out[i] = again[i%len(again)]
+	}
+	return out
 }
 
 // acquireCutShort cancels Acquire calls at each of their looks at their
