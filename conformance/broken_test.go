@@ -94,6 +94,12 @@ type entry struct {
 	late      time.Duration // with burstScan: how long after its expiry the scan frees it
 }
 
+// expiredLock reports whether e is a lock that an owner held and that has
+// expired at now: what an Acquire of its key takes over.
+func (e *entry) expiredLock(now time.Time) bool {
+	return e != nil && e.owner != "" && !now.Before(e.expiresAt)
+}
+
 // burstPerScan is how many expired locks a scan frees, with burstScan.
 const burstPerScan = 32
 
@@ -333,8 +339,7 @@ func (s *flawed) acquire(ctx context.Context, c *client, key, owner string, ttl 
 	key, owner = s.key(key), s.owner(owner)
 	if s.slowTakeover > 0 {
 		s.mu.Lock()
-		e := s.entries[key]
-		expired := e != nil && e.owner != "" && !s.now().Before(e.expiresAt)
+		expired := s.entries[key].expiredLock(s.now())
 		s.mu.Unlock()
 		if expired {
 			time.Sleep(s.slowTakeover)
@@ -351,7 +356,7 @@ func (s *flawed) acquire(ctx context.Context, c *client, key, owner string, ttl 
 		}
 	}
 	e := s.entries[key]
-	expiredTakeover := e != nil && e.owner != "" && !now.Before(e.expiresAt)
+	expiredTakeover := e.expiredLock(now)
 	if s.readThenWrite || (s.takeoverReadWrite && expiredTakeover) || (s.readThenWriteOneIn > 0 && rand.IntN(s.readThenWriteOneIn) == 0) {
 		// The read is done; the write comes in a separate step.
 		s.mu.Unlock()
