@@ -43,6 +43,13 @@ func batchCases() []Case {
 			Fix:        "Renew the leases of a batch in one statement or script that checks each lease's owner and liveness where it writes (UPDATE … FROM the batch WHERE owner matches AND the lock has not expired, RETURNING the rows renewed), or in a transaction that locks the rows it reads and writes only those.",
 			run:        raceBatchTakeover,
 		},
+		{
+			Name:    "steer-batch-takeover",
+			Catches: "a RenewBatch that reads the owners in one round trip and extends the locks in another (a SELECT then an UPDATE by key, GETs then PEXPIREs), so that an old holder whose lock expires in between extends the lock of the owner that took the key over, whatever the speed of the server.",
+			Fix:     "Renew the leases of a batch in one statement or script that checks each lease's owner and liveness where it writes (UPDATE … FROM the batch WHERE owner matches AND the lock has not expired, RETURNING the rows renewed), or in a transaction that locks the rows it reads and writes only those.",
+			alone:   true,
+			run:     steerTakeover("batch"),
+		},
 	}
 	for i := range cases {
 		cases[i].Group = "batch"

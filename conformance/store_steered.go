@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/core"
 )
 
 // steeredCases reach the window between a store call's round trips on
@@ -234,7 +236,7 @@ func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) (looks int,
 		}
 		ctx.release()
 		if r.err != nil {
-			callFailedAfter(t, fmt.Sprintf("%s(%s, %q)", op, show(key), owner), r.err, took)
+			callFailedAfter(t, fmt.Sprintf("%s(%s, %q)", steeredCall[op], show(key), owner), r.err, took)
 		}
 		if op == "acquire" && r.ok {
 			e.cleanupRelease(t, key, owner)
@@ -248,7 +250,8 @@ func (e *env) countLooks(t testing.TB, op string, ttl time.Duration) (looks int,
 // looks at its context in a loop cannot make a case run for ever.
 const maxLooks = 64
 
-// do calls op ("acquire", "renew" or "release") for owner through its store.
+// do calls op ("acquire", "renew", "release", or "batch": RenewBatch of
+// the one lease) for owner through its store.
 func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) result {
 	var r result
 	s := e.storeOf(owner)
@@ -259,9 +262,20 @@ func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) 
 		r.ok, r.err = s.Renew(ctx, key, owner, holdTTL)
 	case "release":
 		r.ok, r.err = s.Release(ctx, key, owner)
+	case "batch":
+		// The case skips a store that is no BatchRenewer (see batcher).
+		var renewed []bool
+		renewed, r.err = s.(core.BatchRenewer).RenewBatch(ctx, []core.Lease{{Key: key, Owner: owner, TTL: holdTTL}})
+		if r.err == nil && len(renewed) != 1 {
+			r.err = fmt.Errorf("RenewBatch of 1 lease returned %d answers; the contract requires one per lease, in input order", len(renewed))
+		}
+		r.ok = r.err == nil && renewed[0]
 	}
 	return r
 }
+
+// steeredCall names op's method, for messages.
+var steeredCall = map[string]string{"acquire": "Acquire", "renew": "Renew", "release": "Release", "batch": "RenewBatch"}
 
 // steerKeys is how many calls a steered round stops at once: half of
 // Options.Callers, so that the stopped calls, which may each hold a
@@ -294,9 +308,12 @@ const steerFloor = 50 * time.Millisecond
 // the lock it concerns expires and a new owner takes the key over.
 func steerTakeover(op string) func(t testing.TB, e *env) {
 	return func(t testing.TB, e *env) {
+		if op == "batch" {
+			e.batcher(t)
+		}
 		looks, quickest := e.countLooks(t, op, e.steerTTL())
 		if looks == 0 {
-			skip(t, e.name, "the store's "+op+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
+			skip(t, e.name, "the store's "+steeredCall[op]+" calls never look at their context (Done or Err), so the kit cannot stop them between round trips", "pass the call's context to the client library")
 		}
 		stopped, rounds, longest := 0, 0, time.Duration(0)
 		e.steerRounds(t, looks, e.steerStart(quickest), func(pauses []int, ttl time.Duration) ([]bool, time.Duration) {
@@ -312,7 +329,7 @@ func steerTakeover(op string) func(t testing.TB, e *env) {
 			stopped, rounds, longest = stopped+n, rounds+1, max(longest, ttl)
 			return covered, tooLate
 		})
-		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, with locks of a ttl of up to %v, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, op, rounds, longest, looks, steerBeyond)
+		t.Logf("conformance: %s: stopped %d %s calls in %d rounds, with locks of a ttl of up to %v, at each of their %d looks at their context and %d past them, while their locks expired and new owners took the keys over", e.name, stopped, steeredCall[op], rounds, longest, looks, steerBeyond)
 	}
 }
 
@@ -459,7 +476,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl, patien
 		}
 		stopped++
 		if old[i].err != nil {
-			callFailedAfter(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", op, show(keys[i]), olds[i], pauses[i]), old[i].err, old[i].took)
+			callFailedAfter(t, fmt.Sprintf("%s of %s by %s (stopped by the kit at its look number %d at its context, then let go on)", steeredCall[op], show(keys[i]), olds[i], pauses[i]), old[i].err, old[i].took)
 		}
 		if taken[i].err != nil {
 			callFailedAfter(t, fmt.Sprintf("Acquire(%s, %q) after the old lock expired", show(keys[i]), news[i]), taken[i].err, taken[i].took)
@@ -468,10 +485,10 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl, patien
 			continue // the old call took effect before the stop: nothing to judge
 		}
 		where := fmt.Sprintf("The kit stopped %s's %s of %s at the call's look number %d at its context (client libraries look before each round trip); while it was stopped, the lock expired and %s acquired the key (token %d); then the kit let the call go on",
-			olds[i], op, show(keys[i]), pauses[i], news[i], taken[i].token)
+			olds[i], steeredCall[op], show(keys[i]), pauses[i], news[i], taken[i].token)
 		switch {
-		case op == "renew" && old[i].ok:
-			proof(t, "%s, and it returned true: two owners now believe they hold the key. A Renew that answers true must have extended a live lock of its owner, and then no one else could have acquired the key; this one read the owner in one round trip and wrote in another", where)
+		case (op == "renew" || op == "batch") && old[i].ok:
+			proof(t, "%s, and it returned true: two owners now believe they hold the key. A %s that answers true must have extended a live lock of its owner, and then no one else could have acquired the key; this one read the owner in one round trip and wrote in another", where, steeredCall[op])
 		case op == "acquire" && old[i].ok && old[i].token >= taken[i].token:
 			proof(t, "%s, and it returned acquired with token %d, not less than the new owner's %d. The Acquire that was stopped came first, so its token must be the smaller: this store draws the token in a round trip of its own, apart from taking the lock", where, old[i].token, taken[i].token)
 		}
@@ -483,7 +500,7 @@ func (e *env) steerTakeoverAt(t testing.TB, op string, pauses []int, ttl, patien
 			callFailedAfter(t, fmt.Sprintf("Renew(%s, %q) by the new holder", show(keys[i]), news[i]), err, time.Since(start))
 		}
 		if !ok {
-			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], op)
+			proof(t, "%s, and it returned %v; afterwards Renew by the new holder %s returned false: the old holder's resumed %s wrote over the new holder's lock, having checked the owner in an earlier round trip", where, old[i].ok, news[i], steeredCall[op])
 		}
 	}
 	return stopped, covered, tooLate, late

@@ -172,6 +172,44 @@ func (s ownerPrefix) Release(ctx context.Context, key, owner string) (bool, erro
 	return n == 1, err
 }
 
+// mgetThen renews a batch the textbook way: one MGET reads the owners,
+// then the leases whose owner matched are extended by PEXPIREs in a second
+// round trip (one pipeline). Its other calls are atomic.
+type mgetThen struct{ atomicRedis }
+
+func (s mgetThen) MaxBatch() int { return 100 }
+
+func (s mgetThen) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
+	keys := make([]string, len(leases))
+	for i, l := range leases {
+		keys[i] = s.key(l.Key)
+	}
+	owners, err := s.c.Do(ctx, s.c.B().Mget().Key(keys...).Build()).ToArray()
+	if err != nil {
+		return nil, err
+	}
+	renewed := make([]bool, len(leases))
+	var extend rueidis.Commands
+	var which []int
+	for i, l := range leases {
+		if v, err := owners[i].ToString(); err == nil && v == l.Owner {
+			extend = append(extend, s.c.B().Pexpire().Key(keys[i]).Milliseconds(l.TTL.Milliseconds()).Build())
+			which = append(which, i)
+		}
+	}
+	if len(extend) == 0 {
+		return renewed, nil
+	}
+	for j, r := range s.c.DoMulti(ctx, extend...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, err
+		}
+		renewed[which[j]] = n == 1
+	}
+	return renewed, nil
+}
+
 // atomicRedis is the control: every call one script.
 type atomicRedis struct{ redisBase }
 

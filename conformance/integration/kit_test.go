@@ -60,6 +60,9 @@ func brokenStores() []broken {
 		{"mariadb SELECT then UPDATE by key", func(t testing.TB) func(testing.TB) core.LockStore {
 			return mariadbSelectThenUpdate(t, conformance.DefaultCallers)
 		}, []string{"steer-renew-takeover", "steer-release-takeover"}},
+		{"redis batch MGET then PEXPIRE", func(t testing.TB) func(testing.TB) core.LockStore {
+			return redisStores(t, func(b redisBase) core.LockStore { return mgetThen{atomicRedis{b}} })
+		}, []string{"steer-batch-takeover"}},
 		{"redis owner compared by prefix", func(t testing.TB) func(testing.TB) core.LockStore {
 			return redisStores(t, func(b redisBase) core.LockStore { return ownerPrefix{b} })
 		}, []string{"owner-exact"}},
@@ -94,7 +97,7 @@ func TestKitFailsBrokenStores(t *testing.T) {
 // correct stores on the same servers: an atomic Redis store of this file and
 // the project's drivers.
 func TestKitPassesAtomicStores(t *testing.T) {
-	cases := []string{"steer-renew-takeover", "steer-release-takeover", "steer-acquire-takeover", "acquire-cut-short", "owner-exact"}
+	cases := []string{"steer-renew-takeover", "steer-release-takeover", "steer-acquire-takeover", "acquire-cut-short", "owner-exact", "steer-batch-takeover"}
 	stores := []struct {
 		name string
 		open func(t testing.TB) func(testing.TB) core.LockStore
