@@ -19,7 +19,8 @@ func (o Options) tolerance() time.Duration { return o.TTL / 6 }
 
 // judge runs case c and returns its verdict under the kit's lateness rule:
 // while the case runs, a [lateness.Meter] measures how late the test
-// process itself runs. A failure while the process ran later than
+// process itself runs, and how far the wall clock, by which stores time
+// leases, jumps. A failure while the process ran later than
 // [Options] tolerate (a sixth of the ttl) is not evidence against the
 // store: the case runs again, once, and if it fails again while the
 // process was late again, the verdict is inconclusive, with the measured
@@ -45,7 +46,7 @@ func judge(t testing.TB, c Case, newStore func(testing.TB) core.LockStore, opts 
 		if !out.failed || out.definite || (!m.Explains(tol) && out.slowest <= tol) {
 			return out
 		}
-		t.Logf("conformance: case %s failed while this process ran %v late, its slowest store call taking %v (the case tolerates %v); running it again", c.Name, m.Worst().Round(time.Millisecond), out.slowest.Round(time.Millisecond), tol)
+		t.Logf("conformance: case %s failed while this process ran %v late, the wall clock jumped %v and its slowest store call took %v (the case tolerates %v); running it again", c.Name, m.Worst().Round(time.Millisecond), m.Jump(), out.slowest.Round(time.Millisecond), tol)
 	}
 	verdict := m.Verdict(tol)
 	if !m.Explains(tol) {

@@ -10,6 +10,12 @@
 // lateness than the assertion tolerates proves nothing about the code under
 // test: [Meter.Explains] says so, and [Meter.Verdict] words it.
 //
+// The meter also watches the system's wall clock against the monotonic one.
+// Stores time leases on a server's wall clock; when it jumps (a virtual
+// machine paused and resumed, or NTP stepping the clock), a lock expires
+// early or late in real time while no timer of the process ran late. A jump
+// larger than a check tolerates explains its failure the same way.
+//
 // The rule, stated once for every timing test of the project: a timing test
 // fails only when the process ran on time; when it did not, the test runs
 // again once, and if the process was late again the outcome is inconclusive,
@@ -31,14 +37,20 @@ const Tick = 5 * time.Millisecond
 type Meter struct {
 	stop chan struct{}
 	done chan struct{}
+	wall func() time.Time // the wall clock's reading, without the monotonic one
 
 	mu    sync.Mutex
 	worst time.Duration
+	jump  time.Duration
 }
 
 // Start starts a Meter. Stop it when the measured work ends.
 func Start() *Meter {
-	m := &Meter{stop: make(chan struct{}), done: make(chan struct{})}
+	return start(func() time.Time { return time.Now().Round(0) })
+}
+
+func start(wall func() time.Time) *Meter {
+	m := &Meter{stop: make(chan struct{}), done: make(chan struct{}), wall: wall}
 	go m.run()
 	return m
 }
@@ -47,6 +59,15 @@ func (m *Meter) run() {
 	defer close(m.done)
 	timer := time.NewTimer(Tick)
 	defer timer.Stop()
+	began, wallBegan := time.Now(), m.wall()
+	// clocks notes how far the wall clock has moved from the monotonic
+	// one since the start.
+	clocks := func() {
+		// Whole milliseconds: the two clocks, read one after the
+		// other, differ by the reads' own microseconds.
+		d := m.wall().Sub(wallBegan) - time.Since(began)
+		m.noteJump(max(d, -d).Truncate(time.Millisecond))
+	}
 	asked := time.Now().Add(Tick)
 	for {
 		select {
@@ -54,12 +75,14 @@ func (m *Meter) run() {
 			// The tick in progress counts too: a process starved until
 			// now has been late by that much.
 			m.note(time.Since(asked))
+			clocks()
 			return
 		case now := <-timer.C:
 			m.note(now.Sub(asked))
 			// time.Now, not the timer's value: the goroutine itself may
 			// run late after the timer fired.
 			m.note(time.Since(asked))
+			clocks()
 			asked = time.Now().Add(Tick)
 			timer.Reset(Tick)
 		}
@@ -70,6 +93,12 @@ func (m *Meter) note(late time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.worst = max(m.worst, late)
+}
+
+func (m *Meter) noteJump(jump time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.jump = max(m.jump, jump)
 }
 
 // Stop ends the measurement and returns the worst lateness seen. Calling it
@@ -92,16 +121,31 @@ func (m *Meter) Worst() time.Duration {
 	return m.worst
 }
 
-// Explains reports whether the lateness seen so far is enough to explain a
-// timing assertion that failed although it tolerates tolerance: the process
-// ran later than that at least once.
-func (m *Meter) Explains(tolerance time.Duration) bool {
-	return m.Worst() > tolerance
+// Jump returns how far, at most, the wall clock moved from the monotonic
+// clock since the start, either way, in whole milliseconds: none unless
+// the clock was stepped or the machine paused.
+func (m *Meter) Jump() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.jump
 }
 
-// Verdict words an inconclusive outcome: how late the process ran, against
-// what the assertion tolerates, and what to do.
+// Explains reports whether what the meter saw so far is enough to explain
+// a timing assertion that failed although it tolerates tolerance: the
+// process ran later than that at least once, or the wall clock jumped by
+// more than that.
+func (m *Meter) Explains(tolerance time.Duration) bool {
+	return m.Worst() > tolerance || m.Jump() > tolerance
+}
+
+// Verdict words an inconclusive outcome: how late the process ran, or how
+// far the wall clock jumped, against what the assertion tolerates, and
+// what to do.
 func (m *Meter) Verdict(tolerance time.Duration) string {
+	if jump := m.Jump(); jump > tolerance && jump > m.Worst() {
+		return fmt.Sprintf("inconclusive: the system's wall clock jumped %d ms against its monotonic clock (the check tolerates %d ms), as when a virtual machine pauses and resumes or NTP steps the clock, and stores time leases by that clock; rerun on a machine whose clock runs steadily",
+			jump.Milliseconds(), tolerance.Milliseconds())
+	}
 	return fmt.Sprintf("inconclusive: this process ran %d ms late (the check tolerates %d ms); rerun on a quieter machine or raise the ttl",
 		m.Worst().Milliseconds(), tolerance.Milliseconds())
 }

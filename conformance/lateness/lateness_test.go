@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -36,6 +37,39 @@ func TestVerdictNamesTheFigures(t *testing.T) {
 	}
 	if !m.Explains(100*time.Millisecond) || m.Explains(400*time.Millisecond) {
 		t.Fatal("Explains: want true for a tolerance under the lateness, false above it")
+	}
+}
+
+// TestMeterSeesTheWallClockJump: a wall clock that jumps a second ahead
+// while no timer runs late (a paused and resumed virtual machine: stores
+// then see a second pass that the process did not) explains a failure,
+// and the verdict says why.
+func TestMeterSeesTheWallClockJump(t *testing.T) {
+	var ahead atomic.Int64
+	m := start(func() time.Time { return time.Now().Round(0).Add(time.Duration(ahead.Load())) })
+	time.Sleep(3 * Tick)
+	ahead.Store(int64(time.Second))
+	time.Sleep(3 * Tick)
+	m.Stop()
+	if j := m.Jump(); j < 900*time.Millisecond || j > 1100*time.Millisecond {
+		t.Fatalf("Jump = %v after the wall clock jumped 1s ahead; want about 1s", j)
+	}
+	if !m.Explains(400 * time.Millisecond) {
+		t.Fatal("Explains(400ms) = false after a jump of 1s")
+	}
+	if v := m.Verdict(400 * time.Millisecond); !strings.HasPrefix(v, "inconclusive: the system's wall clock jumped ") || !strings.Contains(v, "(the check tolerates 400 ms)") {
+		t.Fatalf("Verdict = %q", v)
+	}
+}
+
+// TestMeterSeesASteadyClock is the control: the real clocks, with nothing
+// stepping them, show no jump that a check of 50ms would count.
+func TestMeterSeesASteadyClock(t *testing.T) {
+	m := Start()
+	time.Sleep(10 * Tick)
+	m.Stop()
+	if j := m.Jump(); j > 50*time.Millisecond {
+		t.Fatalf("Jump = %v with no one stepping the clock", j)
 	}
 }
 
