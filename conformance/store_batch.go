@@ -40,13 +40,13 @@ func batchCases() []Case {
 			Catches:    "a RenewBatch that checks the owners and then writes in a separate step, so that a batch whose leases expire in between extends the locks of the owners that took the keys over.",
 			Concurrent: true,
 			Waits:      true,
-			Fix:        "Renew the leases of a batch in one statement or script that checks each lease's owner and liveness where it writes (UPDATE … FROM the batch WHERE owner matches AND the lock has not expired, RETURNING the rows renewed), or in a transaction that locks the rows it reads and writes only those.",
+			Fix:        fixBatchInOneStep,
 			run:        raceBatchTakeover,
 		},
 		{
 			Name:    "steer-batch-takeover",
 			Catches: "a RenewBatch that reads the owners in one round trip and extends the locks in another (a SELECT then an UPDATE by key, GETs then PEXPIREs), so that an old holder whose lock expires in between extends the lock of the owner that took the key over, whatever the speed of the server.",
-			Fix:     "Renew the leases of a batch in one statement or script that checks each lease's owner and liveness where it writes (UPDATE … FROM the batch WHERE owner matches AND the lock has not expired, RETURNING the rows renewed), or in a transaction that locks the rows it reads and writes only those.",
+			Fix:     fixBatchInOneStep,
 			alone:   true,
 			run:     steerTakeover("batch"),
 		},
@@ -56,6 +56,9 @@ func batchCases() []Case {
 	}
 	return cases
 }
+
+// fixBatchInOneStep is the fix of a batch that reads, then writes.
+const fixBatchInOneStep = "Renew the leases of a batch in one statement or script that checks each lease's owner and liveness where it writes (UPDATE … FROM the batch WHERE owner matches AND the lock has not expired, RETURNING the rows renewed), or in a transaction that locks the rows it reads and writes only those."
 
 // batcher returns the store as a core.BatchRenewer, or skips the case.
 func (e *env) batcher(t testing.TB) core.BatchRenewer {

@@ -264,8 +264,13 @@ func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) 
 		r.ok, r.err = s.Release(ctx, key, owner)
 	case "batch":
 		// The case skips a store that is no BatchRenewer (see batcher).
+		b, ok := s.(core.BatchRenewer)
+		if !ok {
+			r.err = fmt.Errorf("this client of the store (%T) is no core.BatchRenewer, unlike the first", s)
+			return r
+		}
 		var renewed []bool
-		renewed, r.err = s.(core.BatchRenewer).RenewBatch(ctx, []core.Lease{{Key: key, Owner: owner, TTL: holdTTL}})
+		renewed, r.err = b.RenewBatch(ctx, []core.Lease{{Key: key, Owner: owner, TTL: holdTTL}})
 		if r.err == nil && len(renewed) != 1 {
 			r.err = fmt.Errorf("RenewBatch of 1 lease returned %d answers; the contract requires one per lease, in input order", len(renewed))
 		}
