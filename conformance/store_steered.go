@@ -271,8 +271,8 @@ func (e *env) do(ctx context.Context, op, key, owner string, ttl time.Duration) 
 		}
 		var renewed []bool
 		renewed, r.err = b.RenewBatch(ctx, []core.Lease{{Key: key, Owner: owner, TTL: holdTTL}})
-		if r.err == nil && len(renewed) != 1 {
-			r.err = fmt.Errorf("RenewBatch of 1 lease returned %d answers; the contract requires one per lease, in input order", len(renewed))
+		if r.err == nil {
+			r.err = answerCount(1, len(renewed))
 		}
 		r.ok = r.err == nil && renewed[0]
 	}
