@@ -24,12 +24,14 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers "sqlite" with database/sql
+	"modernc.org/sqlite" // registers "sqlite" with database/sql
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/leasehold/leasehold/core"
 	sqlstore "github.com/leasehold/leasehold/drivers/sql"
@@ -83,6 +85,12 @@ func Open(path string, opts ...sqlstore.Option) (*Store, error) {
 	// An in-memory database lives as long as its connection.
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
+	if !memory {
+		if err := useWAL(db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: WAL mode: %w", path, err)
+		}
+	}
 	s, err := newStore(db, opts)
 	if err != nil {
 		db.Close()
@@ -101,7 +109,7 @@ func dsnFor(path string) (dsn string, memory bool, err error) {
 	uri := strings.HasPrefix(path, "file:")
 	memory = path == ":memory:" || strings.HasPrefix(path, "file::memory:") || uri && strings.Contains(path, "mode=memory")
 	if !memory {
-		params += "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+		params += "&_pragma=synchronous(FULL)" // WAL mode is the file's: see useWAL
 	}
 	if !uri {
 		// A plain name: escape what a URI would read as query or fragment.
@@ -112,6 +120,36 @@ func dsnFor(path string) (dsn string, memory bool, err error) {
 		sep = "&"
 	}
 	return path + sep + params, memory, nil
+}
+
+// useWAL puts the database file in WAL mode, which then stays the file's.
+// The switch needs the file to itself, and SQLite answers it with
+// SQLITE_BUSY at once, without waiting, while another connection holds the
+// write lock: so does a second process that opens a new file while the
+// first creates the schema. The switch is retried until [BusyTimeout].
+func useWAL(db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+	defer cancel()
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if !isBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // New returns a Store over db, an open SQLite handle of any driver, and

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -60,6 +61,53 @@ func TestOpenSettings(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(dir, "x.db"), sqlstore.WithTable("bad name")); err == nil {
 		t.Error("a bad table name was accepted")
+	}
+}
+
+// TestOpenWaitsForAWriter: a file in rollback mode whose write lock another
+// connection holds (as a second process sees a new file while the first
+// creates the schema in it). Switching the file to WAL fails at once with
+// SQLITE_BUSY, without SQLite's busy wait; Open must wait for the writer,
+// not fail (it failed so in a soak of leasehold run: exit 125).
+func TestOpenWaitsForAWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, "CREATE TABLE other (k TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO other VALUES ('k')"); err != nil {
+		t.Fatal(err)
+	}
+	// The writer's transaction lasts as long as a slow first migration.
+	const hold = 200 * time.Millisecond
+	committed := make(chan error, 1)
+	go func() {
+		time.Sleep(hold)
+		committed <- tx.Commit()
+	}()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open while another connection writes: %v", err)
+	}
+	defer s.Close()
+	if err := <-committed; err != nil {
+		t.Fatalf("the other writer's commit: %v", err)
+	}
+	var mode string
+	if err := s.DB().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	if _, ok, err := s.Acquire(ctx, "k", "o", time.Minute); err != nil || !ok {
+		t.Fatalf("Acquire after Open: %v, %v", ok, err)
 	}
 }
 
