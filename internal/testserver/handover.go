@@ -26,6 +26,10 @@ type Handover struct {
 	Wait func(ctx context.Context) (release func() error, err error)
 	// Tries counts the waiter's store calls (its acquire tries).
 	Tries *atomic.Int64
+	// LastTry, if set, gives the start and end of the waiter's last
+	// acquire try (the one that took the key), to split a handover into
+	// the way to the try, the try, and the return from it.
+	LastTry func() (start, end time.Time)
 	// RoundTrip is one bare round trip to the store's server (PING,
 	// SELECT 1), measured in the same run as the baseline.
 	RoundTrip func() error
@@ -62,12 +66,16 @@ func HandoverCount() int {
 // holder's release, or from the lease's end when the holder dies, to the
 // waiter's acquire returning) as p50-ms, p99-ms and max-ms, the bare round
 // trip's p50 in the same run (rtt-p50-ms), the ratio p50/rtt, and the
-// waiter's tries per handover. It sets b.N aside: run it with
-// -benchtime=1x.
+// waiter's tries per handover. It splits a handover at the medians of its
+// parts: the holder's release call (release-p50-ms) and, with LastTry,
+// the time from the release's start (or the lease's end) to the start of
+// the waiter's winning try (to-try-p50-ms), that try (try-p50-ms), and
+// the rest of the waiter's acquire (after-try-p50-ms). It sets b.N aside:
+// run it with -benchtime=1x.
 func Handovers(b *testing.B, h Handover, hold time.Duration, n int) {
 	b.Helper()
 	ctx := context.Background()
-	var lat, rtts []time.Duration
+	var lat, rtts, rels, toTry, try, after []time.Duration
 	var tries int64
 	for i := 0; i < n; i++ {
 		release, err := h.Hold(ctx)
@@ -105,12 +113,19 @@ func Handovers(b *testing.B, h Handover, hold time.Duration, n int) {
 			if err := release(); err != nil {
 				b.Fatalf("handover %d: release: %v", i, err)
 			}
+			rels = append(rels, time.Since(from))
 		}
 		g := <-done
 		if g.err != nil {
 			b.Fatalf("handover %d: waiter: %v", i, g.err)
 		}
 		lat = append(lat, g.at.Sub(from))
+		if h.LastTry != nil {
+			start, end := h.LastTry()
+			toTry = append(toTry, start.Sub(from))
+			try = append(try, end.Sub(start))
+			after = append(after, g.at.Sub(end))
+		}
 		if h.Tries != nil {
 			tries += h.Tries.Load()
 		}
@@ -123,6 +138,16 @@ func Handovers(b *testing.B, h Handover, hold time.Duration, n int) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	rtt := rtts[len(rtts)/2]
+	// The parts of a handover, each at its own median.
+	for _, part := range []struct {
+		unit string
+		d    []time.Duration
+	}{{"release-p50-ms", rels}, {"to-try-p50-ms", toTry}, {"try-p50-ms", try}, {"after-try-p50-ms", after}} {
+		if len(part.d) > 0 {
+			slices.Sort(part.d)
+			b.ReportMetric(ms(part.d[len(part.d)/2]), part.unit)
+		}
+	}
 	b.ReportMetric(ms(pct(0.5)), "p50-ms")
 	b.ReportMetric(ms(pct(0.99)), "p99-ms")
 	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,15 +15,29 @@ import (
 	"github.com/leasehold/leasehold/internal/testserver"
 )
 
-// countTries counts a waiter's acquire tries.
+// countTries counts a waiter's acquire tries and times the last one.
 type countTries struct {
 	*sqlstore.Store
-	n atomic.Int64
+	n          atomic.Int64
+	mu         sync.Mutex
+	start, end time.Time
 }
 
 func (c *countTries) TryAcquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, time.Duration, error) {
 	c.n.Add(1)
-	return c.Store.TryAcquire(ctx, key, owner, ttl)
+	start := time.Now()
+	token, ok, left, err := c.Store.TryAcquire(ctx, key, owner, ttl)
+	end := time.Now()
+	c.mu.Lock()
+	c.start, c.end = start, end
+	c.mu.Unlock()
+	return token, ok, left, err
+}
+
+func (c *countTries) lastTry() (start, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.start, c.end
 }
 
 // BenchmarkHandover hands a lock from a holder to a waiter, separate Locks
@@ -72,9 +87,10 @@ func BenchmarkHandover(b *testing.B) {
 				dies bool
 			}{{100 * time.Millisecond, false}, {time.Second, false}, {0, true}} {
 				h := testserver.Handover{
-					Hold:  testserver.LockOf(holder, key),
-					Wait:  testserver.LockOf(waiter, key, core.WithWait(time.Minute)),
-					Tries: &counted.n,
+					Hold:    testserver.LockOf(holder, key),
+					Wait:    testserver.LockOf(waiter, key, core.WithWait(time.Minute)),
+					Tries:   &counted.n,
+					LastTry: counted.lastTry,
 					RoundTrip: func() error {
 						_, err := holderPool.Exec(context.Background(), "SELECT 1")
 						return err
