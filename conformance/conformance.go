@@ -404,7 +404,7 @@ func runCase(t testing.TB, c Case, newStore func(t testing.TB) core.LockStore, o
 		// Race cases are judged on their whole history too, once they
 		// have passed their own checks: the calls through every store of
 		// the case.
-		h = &history{now: e.clock, lateFrees: c.lateFrees}
+		h = &history{clocks: e.clocks, lateFrees: c.lateFrees}
 		wrap = h.wrap
 		defer func() {
 			if !t.Failed() {

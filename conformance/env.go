@@ -37,8 +37,10 @@ type env struct {
 	// that much longer, the checks that it is held do not move.
 	late func(ttl time.Duration) time.Duration
 
-	start time.Time    // when the case started
-	moved atomic.Int64 // with AdvanceTime: how far the case moved the store's clock
+	start time.Time // when the case started
+	// With AdvanceTime: how far the case has moved the store's clock, and
+	// how far it has begun to (see advance).
+	moved, moving atomic.Int64
 	// overslept tells the judge how late a sleep of the case's timeline
 	// woke: lateness the case itself suffered, which the meter's own
 	// goroutine may not see (a goroutine waiting in a long run queue).
@@ -108,13 +110,32 @@ func (e *env) racers(label string, n, shift int) []string {
 	return owners
 }
 
-// clock returns the time on the store's clock since the case started: how
-// far the case has moved it with AdvanceTime, or the real time elapsed.
-func (e *env) clock() time.Duration {
+// clocks returns the time on the store's clock since the case started:
+// how far the case has moved it with AdvanceTime, or the real time
+// elapsed; and, in real time, how far the wall clock has moved ahead of
+// that since (negative: behind), as when it is stepped. Both come from one
+// reading of the machine's clocks.
+//
+// With AdvanceTime, ahead is the part of a move in progress: the store's
+// clock may already read that much more than now.
+func (e *env) clocks() (now, ahead time.Duration) {
 	if e.opts.AdvanceTime != nil {
-		return time.Duration(e.moved.Load())
+		moved := e.moved.Load()
+		return time.Duration(moved), time.Duration(e.moving.Load() - moved)
 	}
-	return time.Since(e.start)
+	t := time.Now()
+	now = t.Sub(e.start)
+	return now, t.Round(0).Sub(e.start.Round(0)) - now
+}
+
+// advance moves the store's clock by d through Options.AdvanceTime. The
+// move counts in moving before it starts and in moved once it is done, so
+// that a call made meanwhile, by a goroutine of the case, is bounded on
+// the store's clock by both (see clocks).
+func (e *env) advance(d time.Duration) {
+	e.moving.Add(int64(d))
+	e.opts.AdvanceTime(d)
+	e.moved.Add(int64(d))
 }
 
 func random() string {
@@ -338,10 +359,9 @@ func (e *env) startTimeline() *timeline {
 
 // until lets time pass until d after the timeline started.
 func (tl *timeline) until(d time.Duration) {
-	if advance := tl.e.opts.AdvanceTime; advance != nil {
+	if tl.e.opts.AdvanceTime != nil {
 		if d > tl.moved {
-			advance(d - tl.moved)
-			tl.e.moved.Add(int64(d - tl.moved))
+			tl.e.advance(d - tl.moved)
 			tl.moved = d
 		}
 		return

@@ -24,7 +24,11 @@ import (
 // checks and then writes, a takeover that lets an old owner's renewal
 // through) fails the case, with the calls on the offending key printed.
 type history struct {
-	now func() time.Duration // the store's clock, as the case moves it (see env.clock)
+	// clocks reads the store's clock, as the case moves it (see
+	// env.clocks): the time since the case began, and how far ahead of
+	// that the store's clock may read (the wall clock, stepped; a move of
+	// a manual clock in progress).
+	clocks func() (now, ahead time.Duration)
 	// late is how long after its ttl the store may still hold a lock of
 	// that ttl (core.ExpiryLateness of the store under test); nil for 0.
 	late func(ttl time.Duration) time.Duration
@@ -34,8 +38,9 @@ type history struct {
 	lateFrees bool
 	seq       atomic.Int64 // orders invocations and returns
 
-	mu  sync.Mutex
-	ops []porcupine.Operation
+	mu    sync.Mutex
+	ops   []porcupine.Operation
+	apart time.Duration // the most the two clocks disagreed at a call's start or end
 }
 
 // call is one recorded store call.
@@ -45,7 +50,8 @@ type call struct {
 	owner string
 	ttl   time.Duration
 	// from and to bound, on the store's clock, the instant at which the
-	// call took effect: it was invoked at from and returned at to.
+	// call took effect: it was invoked at from and returned at to (see
+	// history.span).
 	from, to time.Duration
 	// late is how long after ttl the store may still hold the lock this
 	// call set (the store's declared expiry precision).
@@ -78,15 +84,33 @@ type recording struct {
 }
 
 func (h *history) record(c call, do func() answer) answer {
-	c.from, c.late, c.lateFree = h.now(), h.lateness(c.ttl), h.lateFrees
+	c.late, c.lateFree = h.lateness(c.ttl), h.lateFrees
+	now0, ahead0 := h.clocks()
 	start := h.seq.Add(1)
 	a := do()
 	end := h.seq.Add(1)
-	c.to = h.now()
+	now1, ahead1 := h.clocks()
+	c.from, c.to = h.span(now0, ahead0, now1, ahead1)
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{Input: c, Call: start, Output: a, Return: end})
 	h.mu.Unlock()
 	return a
+}
+
+// span returns the bounds, on the store's clock, of a call made between
+// two readings of the clocks. In real time, a store times its leases by the
+// monotonic clock or by the wall clock (a database's now()), and the two
+// agree until the wall clock is stepped or slewed; then the store's reading
+// lies between the monotonic one and the wall clock's, as it was at the
+// call's start or at its end. So the bounds cover both clocks: a store
+// that times by either is judged by its own. With AdvanceTime, the store's
+// clock may read a move in progress ahead; the bounds may then be wider
+// than they need be, never narrower.
+func (h *history) span(now0, ahead0, now1, ahead1 time.Duration) (from, to time.Duration) {
+	h.mu.Lock()
+	h.apart = max(h.apart, ahead0, -ahead0, ahead1, -ahead1)
+	h.mu.Unlock()
+	return now0 + min(0, ahead0, ahead1), now1 + max(0, ahead0, ahead1)
 }
 
 func (r recording) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
@@ -125,13 +149,14 @@ func (r recordingBatch) MaxBatch() int { return r.b.MaxBatch() }
 
 func (r recordingBatch) RenewBatch(ctx context.Context, leases []core.Lease) ([]bool, error) {
 	h := r.h
-	from := h.now()
+	now0, ahead0 := h.clocks()
 	calls := make([]int64, len(leases))
 	for i := range leases {
 		calls[i] = h.seq.Add(1)
 	}
 	renewed, err := r.b.RenewBatch(ctx, leases)
-	to := h.now()
+	now1, ahead1 := h.clocks()
+	from, to := h.span(now0, ahead0, now1, ahead1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, l := range leases {
@@ -287,7 +312,12 @@ func (h *history) check(t testing.TB) {
 	t.Helper()
 	h.mu.Lock()
 	ops := slices.DeleteFunc(slices.Clone(h.ops), func(op porcupine.Operation) bool { return op.Output.(answer).err != nil })
+	apart := h.apart
 	h.mu.Unlock()
+	clocks := ""
+	if apart >= time.Millisecond {
+		clocks = fmt.Sprintf("\nThe store's clock may have read up to %v away from the kit's during the case (the wall clock stepped or slewed, or a move of the clock in progress); each call's bounds above cover that.", apart)
+	}
 	illegal := 0
 	for _, part := range lockModel.Partition(ops) {
 		switch porcupine.CheckOperationsTimeout(lockModel, part, historyTimeout) {
@@ -296,7 +326,7 @@ func (h *history) check(t testing.TB) {
 				continue // three keys show the flaw
 			}
 			t.Errorf("no order of these calls on %s, each taking effect at one instant between its call and its return, is legal under the store contract (at most one live holder; Acquire only of a key no live lock holds, with a greater token; Renew and Release only by the live holder; expiry ttl after the last Acquire or Renew); times are on the store's clock, from the start of the case:\n%s",
-				show(part[0].Input.(call).key), describeHistory(part))
+				show(part[0].Input.(call).key), describeHistory(part)+clocks)
 		case porcupine.Unknown:
 			t.Logf("the linearizability check of %d calls on %s timed out after %v", len(part), show(part[0].Input.(call).key), historyTimeout)
 		}

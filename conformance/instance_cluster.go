@@ -248,7 +248,7 @@ func (c *cluster) elapse(d time.Duration) {
 	}
 	for d > 0 {
 		s := min(d, c.step)
-		c.e.opts.AdvanceTime(s)
+		c.e.advance(s)
 		c.moved += s
 		for _, nd := range c.nodes {
 			nd.mu.Lock()
