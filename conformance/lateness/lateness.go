@@ -37,7 +37,7 @@ const Tick = 5 * time.Millisecond
 type Meter struct {
 	stop chan struct{}
 	done chan struct{}
-	wall func() time.Time // the wall clock's reading, without the monotonic one
+	wall func(now time.Time) time.Time // the wall clock's reading in now, without the monotonic one
 
 	mu    sync.Mutex
 	worst time.Duration
@@ -46,10 +46,10 @@ type Meter struct {
 
 // Start starts a Meter. Stop it when the measured work ends.
 func Start() *Meter {
-	return start(func() time.Time { return time.Now().Round(0) })
+	return start(func(now time.Time) time.Time { return now.Round(0) })
 }
 
-func start(wall func() time.Time) *Meter {
+func start(wall func(now time.Time) time.Time) *Meter {
 	m := &Meter{stop: make(chan struct{}), done: make(chan struct{}), wall: wall}
 	go m.run()
 	return m
@@ -59,13 +59,14 @@ func (m *Meter) run() {
 	defer close(m.done)
 	timer := time.NewTimer(Tick)
 	defer timer.Stop()
-	began, wallBegan := time.Now(), m.wall()
+	began := time.Now()
+	wallBegan := m.wall(began)
 	// clocks notes how far the wall clock has moved from the monotonic
-	// one since the start.
+	// one since the start. Both come from one reading, so a goroutine
+	// descheduled between two reads cannot pass for a jump.
 	clocks := func() {
-		// Whole milliseconds: the two clocks, read one after the
-		// other, differ by the reads' own microseconds.
-		d := m.wall().Sub(wallBegan) - time.Since(began)
+		now := time.Now()
+		d := m.wall(now).Sub(wallBegan) - now.Sub(began)
 		m.noteJump(max(d, -d).Truncate(time.Millisecond))
 	}
 	asked := time.Now().Add(Tick)
