@@ -51,7 +51,7 @@ type call struct {
 	ttl   time.Duration
 	// from and to bound, on the store's clock, the instant at which the
 	// call took effect: it was invoked at from and returned at to (see
-	// history.span).
+	// span).
 	from, to time.Duration
 	// late is how long after ttl the store may still hold the lock this
 	// call set (the store's declared expiry precision).
@@ -90,9 +90,11 @@ func (h *history) record(c call, do func() answer) answer {
 	a := do()
 	end := h.seq.Add(1)
 	now1, ahead1 := h.clocks()
-	c.from, c.to = h.span(now0, ahead0, now1, ahead1)
+	var apart time.Duration
+	c.from, c.to, apart = span(now0, ahead0, now1, ahead1)
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{Input: c, Call: start, Output: a, Return: end})
+	h.apart = max(h.apart, apart)
 	h.mu.Unlock()
 	return a
 }
@@ -105,12 +107,10 @@ func (h *history) record(c call, do func() answer) answer {
 // call's start or at its end. So the bounds cover both clocks: a store
 // that times by either is judged by its own. With AdvanceTime, the store's
 // clock may read a move in progress ahead; the bounds may then be wider
-// than they need be, never narrower.
-func (h *history) span(now0, ahead0, now1, ahead1 time.Duration) (from, to time.Duration) {
-	h.mu.Lock()
-	h.apart = max(h.apart, ahead0, -ahead0, ahead1, -ahead1)
-	h.mu.Unlock()
-	return now0 + min(0, ahead0, ahead1), now1 + max(0, ahead0, ahead1)
+// than they need be, never narrower. apart is how far the clocks
+// disagreed at either reading.
+func span(now0, ahead0, now1, ahead1 time.Duration) (from, to, apart time.Duration) {
+	return now0 + min(0, ahead0, ahead1), now1 + max(0, ahead0, ahead1), max(ahead0, -ahead0, ahead1, -ahead1)
 }
 
 func (r recording) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (int64, bool, error) {
@@ -156,9 +156,10 @@ func (r recordingBatch) RenewBatch(ctx context.Context, leases []core.Lease) ([]
 	}
 	renewed, err := r.b.RenewBatch(ctx, leases)
 	now1, ahead1 := h.clocks()
-	from, to := h.span(now0, ahead0, now1, ahead1)
+	from, to, apart := span(now0, ahead0, now1, ahead1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.apart = max(h.apart, apart)
 	for i, l := range leases {
 		a := answer{ok: i < len(renewed) && renewed[i], err: err}
 		if err == nil && len(renewed) != len(leases) {
