@@ -111,6 +111,68 @@ func TestOpenWaitsForAWriter(t *testing.T) {
 	}
 }
 
+// TestOpenWhileTheWriteLockIsHeld: opening a file whose schema exists
+// needs no write. While other processes keep the write lock taken (32 of
+// them acquiring in turn starved a new Open's busy wait past BusyTimeout
+// under load: `.ci/run` failed so), Open must succeed without waiting for
+// it, and the store must read. The lock here is held from start to end, past
+// BusyTimeout, so any write Open makes fails with SQLITE_BUSY.
+func TestOpenWhileTheWriteLockIsHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds the write lock for BusyTimeout")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locks.db")
+	first := open(t, path)
+	if _, ok, err := first.Acquire(ctx, "held", "o", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	writer, err := first.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer writer.ExecContext(ctx, "ROLLBACK")
+
+	start := time.Now()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open while another connection holds the write lock (after %v): %v", time.Since(start), err)
+	}
+	defer s.Close()
+	locks, err := s.List(ctx, "")
+	if err != nil || len(locks) != 1 || locks[0].Key != "held" {
+		t.Fatalf("List after Open = %v, %v; want the one lock held", locks, err)
+	}
+}
+
+// TestOpenCompletesASchema: Open skips the migration only when every object
+// of the schema is there; a schema cut short (a process killed between its
+// statements) is completed.
+func TestOpenCompletesASchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locks.db")
+	objects := func(s *Store) (n int) {
+		t.Helper()
+		if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'leasehold_locks%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s := open(t, path)
+	want := objects(s)
+	if _, err := s.DB().ExecContext(ctx, `DROP TRIGGER "leasehold_locks_token_update"`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := objects(open(t, path)); got != want {
+		t.Fatalf("after Open over a schema without its last trigger: %d objects, want %d", got, want)
+	}
+}
+
 func TestMemoryIsPrivate(t *testing.T) {
 	a, b := open(t, ":memory:"), open(t, ":memory:")
 	ctx := context.Background()
