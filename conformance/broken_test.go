@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/leasehold/leasehold/conformance/lateness"
 	"github.com/leasehold/leasehold/core"
 )
 
@@ -55,6 +57,7 @@ type flawed struct {
 	releaseThenWrite    bool                // Release checks the owner, pauses, then frees whatever holds the key (GET then DEL)
 	slowCheck           time.Duration       // with renewThenWrite or releaseThenWrite: after its first few calls, the check waits this long first (a server that slows down)
 	slowTakeover        time.Duration       // an Acquire of a key whose lock has expired waits this long first (a loaded server)
+	looksUnderLock      int                 // not a flaw: Renew looks at its context this many times while it holds the store's lock (SQLite's write lock during a statement, a pool's one connection)
 	ownerPrefix         bool                // Renew and Release accept a caller whose owner is a prefix of the holder's
 	ownerFold           bool                // owners compared ignoring case and trailing spaces (a _ci, PAD SPACE collation)
 	falseOnCancel       bool                // a cancelled context gets false, nil
@@ -443,6 +446,9 @@ func (s *flawed) renew(ctx context.Context, key, owner string, ttl time.Duration
 		return false, nil
 	}
 	defer s.mu.Unlock()
+	for range s.looksUnderLock {
+		_ = ctx.Err()
+	}
 	now := s.now()
 	renewed := false
 	for _, k := range s.matching(key) {
@@ -1007,6 +1013,40 @@ func TestSteerWaitsForSlowTakeovers(t *testing.T) {
 	if !o.failed || !o.definite {
 		t.Fatalf("steer-renew-takeover did not prove the store broken when its takeovers took %v (%v)", store.slowTakeover, o)
 	}
+}
+
+// TestSteerStopsWaitingForBlockedTakeovers: a correct Renew that looks at
+// its context while it holds the store's one lock, as a SQLite statement
+// holds the database's write lock: a takeover can never return while such a
+// call is stopped, so the kit's second try of a round, with more patience,
+// waits for nothing. Once a second try has shown that (every takeover late
+// again while the process ran on time), the sweep must stop making them;
+// it made one for every round, 1.5 s each on a SQLite file.
+func TestSteerStopsWaitingForBlockedTakeovers(t *testing.T) {
+	c, ok := caseNamed("steer-renew-takeover")
+	if !ok {
+		t.Fatal("no case is named steer-renew-takeover")
+	}
+	store := newFlawed(core.SystemClock(), func(s *flawed) { s.looksUnderLock = 8 })
+	var rounds, again int
+	lateness.Check(t, steerFloor/4, func() string {
+		o := runRecorded(t, c, store.newStore, Options{})
+		if o.failed || o.skipped {
+			t.Fatalf("steer-renew-takeover did not pass a correct store: %v", o)
+		}
+		for _, l := range o.logs {
+			if _, tail, ok := strings.Cut(l, " calls in "); ok {
+				fmt.Sscanf(tail, "%d rounds (%d of them run again", &rounds, &again)
+			}
+		}
+		if rounds < 4 {
+			t.Fatalf("the sweep made %d rounds (logs: %q); the test needs at least 4 in which the takeovers wait for a stopped call", rounds, o.logs)
+		}
+		if again > 2 {
+			return fmt.Sprintf("of the sweep's %d rounds, %d were run again with more patience; want at most 2 (one to see that patience does not help, and one if the process ran late then)", rounds, again)
+		}
+		return ""
+	})
 }
 
 // frozenClock never moves: locks on it never expire.
