@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,52 @@ func TestDriverNamesItsStore(t *testing.T) {
 	}
 	if _, err := dr.New(nil, SQLite); !errors.Is(err, core.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "xstore: ") {
 		t.Fatalf("New(nil): %v; want an invalid argument named xstore", err)
+	}
+}
+
+// Migrate on SQLite runs the schema statements again when SQLite refuses
+// one with SQLITE_BUSY without waiting (as it did to one of eight
+// concurrent migrations under load), up to schemaAttempts runs, and never
+// after another error.
+func TestMigrateRetriesBusy(t *testing.T) {
+	busy := errors.New("database is locked (5) (SQLITE_BUSY)")
+	for _, tc := range []struct {
+		name      string
+		failures  int   // the schema statements that fail before one succeeds
+		err       error // what they fail with
+		wantErr   bool
+		wantStmts int // schema statements run
+	}{
+		{"busy twice", 2, busy, false, 2 + 5},
+		{"busy for good", 100, busy, true, schemaAttempts},
+		{"another error", 100, errors.New("disk I/O error"), true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failures := tc.failures
+			f := &fakeExec{exec: func(string) (sql.Result, error) {
+				if failures > 0 {
+					failures--
+					return nil, tc.err
+				}
+				return result{0, 0}, nil
+			}}
+			s, err := NewWithExecutor(f, SQLite)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Migrate(context.Background())
+			if gotErr := err != nil; gotErr != tc.wantErr || tc.wantErr && !errors.Is(err, tc.err) {
+				t.Fatalf("Migrate = %v; want an error: %v (%v)", err, tc.wantErr, tc.err)
+			}
+			ran := 0
+			for _, q := range f.stmts {
+				if slices.Contains(s.Schema(), q) {
+					ran++
+				}
+			}
+			if ran != tc.wantStmts {
+				t.Errorf("ran %d schema statements; want %d", ran, tc.wantStmts)
+			}
+		})
 	}
 }

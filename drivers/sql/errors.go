@@ -90,6 +90,10 @@ func missingTable(err error) bool {
 	return strings.Contains(err.Error(), "no such table")
 }
 
+// sqliteBusy reports whether err is SQLite's SQLITE_BUSY, which its drivers
+// report with this text (sqlite3_errstr's).
+func sqliteBusy(err error) bool { return strings.Contains(err.Error(), "database is locked") }
+
 // sqlState returns the SQLSTATE of a PostgreSQL driver's error, or "".
 func sqlState(err error) string {
 	var se interface{ SQLState() string }

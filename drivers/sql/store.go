@@ -190,7 +190,9 @@ func (s *Store) fail(err error) error {
 // transactions is an error there. On SQLite it first reads whether the
 // whole schema is there, and then writes nothing: an instance that starts
 // while others keep the database's one write lock busy does not wait for
-// it.
+// it. A schema statement that SQLite refuses with SQLITE_BUSY without
+// waiting, as it has one of several concurrent migrations under load,
+// runs again, up to five times.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.checkCtx(ctx); err != nil {
 		return err
@@ -221,8 +223,20 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	if s.st.migrateLock == "" {
 		// MySQL commits at every DDL statement anyway; SQLite runs each
-		// statement under its write lock.
-		return run(s.exec, s.st.schema)
+		// statement under its write lock, and under load has refused one
+		// of concurrent migrations with SQLITE_BUSY at once, without its
+		// busy timeout. The statements are idempotent: they run again.
+		for attempt := 1; ; attempt++ {
+			err := run(s.exec, s.st.schema)
+			if err == nil || attempt == schemaAttempts || !sqliteBusy(err) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+			}
+		}
 	}
 	if s.tx == nil {
 		return fmt.Errorf("concurrent migrations are serialised in a transaction, and a %T cannot begin one: run the statements of Schema in your own migrations instead", s.exec)
@@ -233,6 +247,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		return run(tx, append([]string{s.st.migrateLock}, s.st.schema...))
 	})
 }
+
+// schemaAttempts bounds the runs of the schema statements that SQLite
+// refused with SQLITE_BUSY.
+const schemaAttempts = 5
 
 // ResetTokens sends the token source back to zero, as a restore from an old
 // backup would. Keys keep their floors, so their tokens still grow. It is
