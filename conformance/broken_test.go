@@ -1021,7 +1021,8 @@ func TestSteerWaitsForSlowTakeovers(t *testing.T) {
 // call is stopped, so the kit's second try of a round, with more patience,
 // waits for nothing. Once a second try has shown that (every takeover late
 // again while the process ran on time), the sweep must stop making them;
-// it made one for every round, 1.5 s each on a SQLite file.
+// it made one for every such round (7 of 16 rounds, 1.5 s each, on a
+// SQLite file).
 func TestSteerStopsWaitingForBlockedTakeovers(t *testing.T) {
 	c, ok := caseNamed("steer-renew-takeover")
 	if !ok {
