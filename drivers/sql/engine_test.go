@@ -48,7 +48,7 @@ func TestEveryStatementRenders(t *testing.T) {
 		}
 		for _, p := range []Placeholder{Dollar, Question, NumberedQuestion} {
 			st := tm.render(p)
-			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "releaseNotify": st.releaseNotify, "left": st.left, "list": st.list, "reset": st.reset, "migrated": st.migrated,
+			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "releaseNotify": st.releaseNotify, "left": st.left, "list": st.list, "reset": st.reset,
 				"renewBatch": st.renewBatch, "renewMarked": st.renewMarked, "readMarked": st.readMarked} {
 				if strings.ContainsAny(s.sql, "{}") {
 					t.Errorf("%v %v %s: template left in %q", d, p, name, s.sql)

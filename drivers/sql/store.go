@@ -187,12 +187,9 @@ func (s *Store) fail(err error) error {
 // safe to run from every instance at start-up. On PostgreSQL it runs in a
 // transaction under an advisory lock, so concurrent migrations queue
 // instead of colliding on the catalog; a handle that cannot begin
-// transactions is an error there. On SQLite it first reads whether the
-// whole schema is there, and then writes nothing: an instance that starts
-// while others keep the database's one write lock busy does not wait for
-// it. A schema statement that SQLite refuses with SQLITE_BUSY without
-// waiting, as it has one of several concurrent migrations under load,
-// runs again, up to five times.
+// transactions is an error there. On SQLite, a schema statement refused
+// with SQLITE_BUSY without waiting for the busy timeout, as one of several
+// concurrent migrations has been under load, runs again, up to five times.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.checkCtx(ctx); err != nil {
 		return err
@@ -211,15 +208,6 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 		}
 		return nil
-	}
-	if s.st.migrated.sql != "" {
-		var done int64
-		if err := s.exec.Query(ctx, s.st.migrated.sql, nil, func(r Row) error { return r.Scan(&done) }); err != nil {
-			return err
-		}
-		if done != 0 {
-			return nil
-		}
 	}
 	if s.st.migrateLock == "" {
 		// MySQL commits at every DDL statement anyway; SQLite runs each
