@@ -111,9 +111,9 @@ func TestOpenWaitsForAWriter(t *testing.T) {
 	}
 }
 
-// TestOpenCompletesASchema: Open skips the migration only when every object
-// of the schema is there; a schema cut short (a process killed between its
-// statements) is completed.
+// TestOpenCompletesASchema: a schema cut short (a process killed between its
+// statements) is completed by the next Open; a migration that skips its
+// writes when the schema looks done must look at every object.
 func TestOpenCompletesASchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "locks.db")
