@@ -39,6 +39,11 @@ type templates struct {
 	// migrateLock, if set, runs first in Migrate's transaction so that
 	// concurrent migrations wait for each other.
 	migrateLock string
+	// migrated, if set, answers one row, one column: non-zero when every
+	// object of schema exists, so that Migrate need not write (SQLite,
+	// whose schema statements take the write lock even when they find
+	// everything there).
+	migrated string
 
 	// acquire, one statement: returns one row (token, 0) when it acquired,
 	// none when the key is held (SQLite), or (0, the milliseconds the
@@ -74,6 +79,7 @@ type templates struct {
 type statements struct {
 	schema, drop                        []string
 	migrateLock                         string
+	migrated                            stmt
 	acquire, left, ensure, lock, draw   stmt
 	take, renew, release, releaseNotify stmt
 	list, reset                         stmt
@@ -88,7 +94,7 @@ func (t templates) render(p Placeholder) statements {
 		return render(s, p)
 	}
 	return statements{
-		schema: t.schema, drop: t.drop, migrateLock: t.migrateLock,
+		schema: t.schema, drop: t.drop, migrateLock: t.migrateLock, migrated: r(t.migrated),
 		acquire: r(t.acquire), left: r(t.left), ensure: r(t.ensure), lock: r(t.lock), draw: r(t.draw), take: r(t.take),
 		renew: r(t.renew), release: r(t.release), releaseNotify: r(t.releaseNotify), list: r(t.list), reset: r(t.resetTokens),
 		renewBatch: r(t.renewBatch), renewMarked: r(t.renewMarked), readMarked: r(t.readMarked),

@@ -48,7 +48,7 @@ func TestEveryStatementRenders(t *testing.T) {
 		}
 		for _, p := range []Placeholder{Dollar, Question, NumberedQuestion} {
 			st := tm.render(p)
-			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "releaseNotify": st.releaseNotify, "left": st.left, "list": st.list, "reset": st.reset,
+			for name, s := range map[string]stmt{"acquire": st.acquire, "ensure": st.ensure, "lock": st.lock, "draw": st.draw, "take": st.take, "renew": st.renew, "release": st.release, "releaseNotify": st.releaseNotify, "left": st.left, "list": st.list, "reset": st.reset, "migrated": st.migrated,
 				"renewBatch": st.renewBatch, "renewMarked": st.renewMarked, "readMarked": st.readMarked} {
 				if strings.ContainsAny(s.sql, "{}") {
 					t.Errorf("%v %v %s: template left in %q", d, p, name, s.sql)
@@ -319,32 +319,56 @@ func TestDriverNamesItsStore(t *testing.T) {
 	}
 }
 
-// Migrate on SQLite runs the schema statements again when SQLite refuses
-// one with SQLITE_BUSY without waiting (as it did to one of eight
-// concurrent migrations under load), up to schemaAttempts runs, and never
-// after another error.
+// Migrate on SQLite reads whether the schema is all there and runs the
+// schema statements only if not; when SQLite refuses the read or a
+// statement with SQLITE_BUSY without waiting (as it refuses a new
+// connection that meets another switching a new file to WAL mode), it does
+// both again, up to schemaAttempts times, and never after another error.
 func TestMigrateRetriesBusy(t *testing.T) {
 	busy := errors.New("database is locked (5) (SQLITE_BUSY)")
 	for _, tc := range []struct {
-		name      string
-		failures  int   // the schema statements that fail before one succeeds
-		err       error // what they fail with
-		wantErr   bool
-		wantStmts int // schema statements run
+		name         string
+		there        bool  // the read answers that the schema is all there
+		readFailures int   // the reads that fail before one succeeds
+		failures     int   // the schema statements that fail before one succeeds
+		err          error // what they fail with
+		wantErr      bool
+		wantReads    int // reads run
+		wantStmts    int // schema statements run
 	}{
-		{"busy twice", 2, busy, false, 2 + 5},
-		{"busy for good", 100, busy, true, schemaAttempts},
-		{"another error", 100, errors.New("disk I/O error"), true, 1},
+		{"schema there", true, 0, 0, nil, false, 1, 0},
+		{"schema missing", false, 0, 0, nil, false, 1, 5},
+		{"read busy", false, 2, 0, busy, false, 3, 5},
+		{"read busy, schema there", true, 1, 0, busy, false, 2, 0},
+		{"busy twice", false, 0, 2, busy, false, 3, 2 + 5},
+		{"read busy for good", false, 100, 0, busy, true, schemaAttempts, 0},
+		{"busy for good", false, 0, 100, busy, true, schemaAttempts, schemaAttempts},
+		{"another error", false, 0, 100, errors.New("disk I/O error"), true, 1, 1},
+		{"another error reading", false, 100, 0, errors.New("disk I/O error"), true, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			failures := tc.failures
-			f := &fakeExec{exec: func(string) (sql.Result, error) {
-				if failures > 0 {
-					failures--
-					return nil, tc.err
-				}
-				return result{0, 0}, nil
-			}}
+			reads, readFailures, failures := 0, tc.readFailures, tc.failures
+			f := &fakeExec{
+				exec: func(string) (sql.Result, error) {
+					if failures > 0 {
+						failures--
+						return nil, tc.err
+					}
+					return result{0, 0}, nil
+				},
+				query: func(_ string, scan func(Row) error) error {
+					reads++
+					if readFailures > 0 {
+						readFailures--
+						return tc.err
+					}
+					there := int64(0)
+					if tc.there {
+						there = 1
+					}
+					return scan(row{there})
+				},
+			}
 			s, err := NewWithExecutor(f, SQLite)
 			if err != nil {
 				t.Fatal(err)
@@ -359,8 +383,8 @@ func TestMigrateRetriesBusy(t *testing.T) {
 					ran++
 				}
 			}
-			if ran != tc.wantStmts {
-				t.Errorf("ran %d schema statements; want %d", ran, tc.wantStmts)
+			if reads != tc.wantReads || ran != tc.wantStmts {
+				t.Errorf("ran %d reads and %d schema statements; want %d and %d", reads, ran, tc.wantReads, tc.wantStmts)
 			}
 		})
 	}

@@ -35,6 +35,11 @@ END`
 			trigger("token_insert", "INSERT"),
 			trigger("token_update", "UPDATE OF token"),
 		},
+		// Names compare as SQLite's identifiers do, without case. The
+		// schema statements run in order, each once the one before has
+		// succeeded, so with the triggers there the counter's row is too.
+		migrated: `SELECT count(*) = 4 FROM sqlite_schema
+WHERE type IN ('table', 'trigger') AND lower(name) IN (lower('` + table + `'), lower('` + table + `_counter'), lower('` + table + `_token_insert'), lower('` + table + `_token_update'))`,
 		drop: []string{
 			`DROP TABLE IF EXISTS ` + t, // drops its triggers too
 			`DROP TABLE IF EXISTS ` + counter,

@@ -187,9 +187,13 @@ func (s *Store) fail(err error) error {
 // safe to run from every instance at start-up. On PostgreSQL it runs in a
 // transaction under an advisory lock, so concurrent migrations queue
 // instead of colliding on the catalog; a handle that cannot begin
-// transactions is an error there. On SQLite, a schema statement refused
-// with SQLITE_BUSY without waiting for the busy timeout, as one of several
-// concurrent migrations has been under load, runs again, up to five times.
+// transactions is an error there. On SQLite it first reads whether the
+// whole schema is there, and then writes nothing: an instance that starts
+// while others keep the database's one write lock busy does not wait for
+// it. When SQLite refuses the read or a statement with SQLITE_BUSY without
+// waiting (as it refuses a new connection whose DSN switches a new file to
+// WAL mode while another connection does), Migrate tries again, up to five
+// times.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.checkCtx(ctx); err != nil {
 		return err
@@ -201,39 +205,59 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	run := func(e Executor, stmts []string) error {
-		for _, q := range stmts {
-			if _, err := e.Exec(ctx, q, nil); err != nil {
-				return err
-			}
+	if s.st.migrateLock != "" {
+		if s.tx == nil {
+			return fmt.Errorf("concurrent migrations are serialised in a transaction, and a %T cannot begin one: run the statements of Schema in your own migrations instead", s.exec)
 		}
-		return nil
+		// PostgreSQL: concurrent CREATE ... IF NOT EXISTS can still collide
+		// (on the catalog's unique indexes); an advisory lock makes them
+		// queue.
+		return s.tx.InTx(ctx, func(tx Executor) error {
+			return runAll(ctx, tx, append([]string{s.st.migrateLock}, s.st.schema...))
+		})
 	}
-	if s.st.migrateLock == "" {
-		// MySQL commits at every DDL statement anyway; SQLite runs each
-		// statement under its write lock, and under load has refused one
-		// of concurrent migrations with SQLITE_BUSY at once, without its
-		// busy timeout. The statements are idempotent: they run again.
-		for attempt := 1; ; attempt++ {
-			err := run(s.exec, s.st.schema)
-			if err == nil || attempt == schemaAttempts || !sqliteBusy(err) {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
-			}
+	// MySQL commits at every DDL statement anyway; SQLite runs each
+	// statement under its write lock. SQLite refuses a new connection to a
+	// file not yet in WAL mode at once, without its busy timeout, when the
+	// connection's own "PRAGMA journal_mode=WAL" meets another connection
+	// switching the file: so do concurrent first migrations of a new file.
+	// Reading and creating the schema are idempotent: they run again.
+	for attempt := 1; ; attempt++ {
+		err := s.createSchema(ctx)
+		if err == nil || attempt == schemaAttempts || !sqliteBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
 		}
 	}
-	if s.tx == nil {
-		return fmt.Errorf("concurrent migrations are serialised in a transaction, and a %T cannot begin one: run the statements of Schema in your own migrations instead", s.exec)
+}
+
+// createSchema runs the schema statements outside a transaction, unless the
+// dialect can read that the whole schema is there.
+func (s *Store) createSchema(ctx context.Context) error {
+	if s.st.migrated.sql != "" {
+		var done int64
+		if err := s.exec.Query(ctx, s.st.migrated.sql, nil, func(r Row) error { return r.Scan(&done) }); err != nil {
+			return err
+		}
+		if done != 0 {
+			return nil
+		}
 	}
-	// PostgreSQL: concurrent CREATE ... IF NOT EXISTS can still collide
-	// (on the catalog's unique indexes); an advisory lock makes them queue.
-	return s.tx.InTx(ctx, func(tx Executor) error {
-		return run(tx, append([]string{s.st.migrateLock}, s.st.schema...))
-	})
+	return runAll(ctx, s.exec, s.st.schema)
+}
+
+// runAll runs stmts in order on e, up to the first error.
+func runAll(ctx context.Context, e Executor, stmts []string) error {
+	for _, q := range stmts {
+		if _, err := e.Exec(ctx, q, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // schemaAttempts bounds the runs of the schema statements that SQLite

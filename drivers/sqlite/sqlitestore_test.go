@@ -111,9 +111,44 @@ func TestOpenWaitsForAWriter(t *testing.T) {
 	}
 }
 
-// TestOpenCompletesASchema: a schema cut short (a process killed between its
-// statements) is completed by the next Open; a migration that skips its
-// writes when the schema looks done must look at every object.
+// TestOpenWhileTheWriteLockIsHeld: opening a file whose schema exists
+// needs no write. While other processes keep the write lock taken (32 of
+// them acquiring in turn starved a new Open's busy wait past BusyTimeout
+// under load), Open must succeed without waiting for it, and the store
+// must read. The lock here is held from start to end, so a write in Open
+// would fail with SQLITE_BUSY after BusyTimeout.
+func TestOpenWhileTheWriteLockIsHeld(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locks.db")
+	first := open(t, path)
+	if _, ok, err := first.Acquire(ctx, "held", "o", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	writer, err := first.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer writer.ExecContext(ctx, "ROLLBACK")
+
+	start := time.Now()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open while another connection holds the write lock (after %v): %v", time.Since(start), err)
+	}
+	defer s.Close()
+	locks, err := s.List(ctx, "")
+	if err != nil || len(locks) != 1 || locks[0].Key != "held" {
+		t.Fatalf("List after Open = %v, %v; want the one lock held", locks, err)
+	}
+}
+
+// TestOpenCompletesASchema: Open skips the migration only when every object
+// of the schema is there; a schema cut short (a process killed between its
+// statements) is completed.
 func TestOpenCompletesASchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "locks.db")
