@@ -220,7 +220,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	// statement under its write lock. SQLite refuses a new connection to a
 	// file not yet in WAL mode at once, without its busy timeout, when the
 	// connection's own "PRAGMA journal_mode=WAL" meets another connection
-	// switching the file: so do concurrent first migrations of a new file.
+	// switching the file, as in concurrent first migrations of a new file.
 	// Reading and creating the schema are idempotent: they run again.
 	for attempt := 1; ; attempt++ {
 		err := s.createSchema(ctx)
@@ -260,8 +260,8 @@ func runAll(ctx context.Context, e Executor, stmts []string) error {
 	return nil
 }
 
-// schemaAttempts bounds the runs of the schema statements that SQLite
-// refused with SQLITE_BUSY.
+// schemaAttempts bounds Migrate's attempts (the read, then the schema
+// statements) on a database that refuses them with SQLITE_BUSY.
 const schemaAttempts = 5
 
 // ResetTokens sends the token source back to zero, as a restore from an old
